@@ -1,0 +1,281 @@
+//! The recorded run: what the harness measured, second by second, for each
+//! variant of one experiment. This is the contract between the harness (which
+//! fills it) and the analysis and report code (which only reads it), so the
+//! analysis can be tested on synthetic series without running any load.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One experiment run: every variant, plus what is needed to explain it.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct RunData {
+    pub experiment: String,
+    pub description: String,
+    /// Unique per run, e.g. `20261130T051500Z-seed42`.
+    pub run_id: String,
+    /// RFC 3339 start time.
+    pub started_at: String,
+    pub seed: u64,
+    pub quick: bool,
+    /// The experiment file exactly as read, shown in the report.
+    pub experiment_yaml: String,
+    pub environment: EnvironmentFacts,
+    pub analysis: AnalysisConfig,
+    pub expectations: Vec<ExpectationSpec>,
+    pub variants: Vec<VariantRun>,
+    /// The incident's own figures, if the experiment carries them (fidelity panel).
+    #[serde(default)]
+    pub incident_figures: Vec<IncidentFigure>,
+}
+
+/// What ran and where.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct EnvironmentFacts {
+    /// `embedded`, `containers` or `external`.
+    pub kind: String,
+    /// e.g. "llvmpipe (LLVM 15.0.6), Vulkan, Cpu".
+    pub gpu_adapter: String,
+    /// True when no GPU adapter was found and the CPU page function ran instead.
+    pub gpu_fallback: bool,
+    /// Why it fell back, when it did.
+    pub gpu_fallback_reason: Option<String>,
+    /// Calibrated capacity of one pool, in pages per second.
+    pub calibrated_pages_per_sec: f64,
+    /// Calibrated capacity in documents per second (pages/s over mean pages per document).
+    pub calibrated_docs_per_sec: f64,
+    pub harness_version: String,
+    pub hostname: String,
+    pub cpus: usize,
+    /// Free-form facts (rustc version, OS, ...).
+    #[serde(default)]
+    pub extra: BTreeMap<String, String>,
+}
+
+/// Thresholds of the analysis, set in the experiment (defaults documented in the report).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AnalysisConfig {
+    /// A second belongs to a wave when its failure ratio is above this.
+    pub wave_threshold: f64,
+    /// Runs of wave seconds separated by a gap shorter than this (seconds) are merged.
+    pub wave_merge_gap_s: u32,
+    /// Runs shorter than this (seconds) are not waves.
+    pub wave_min_duration_s: u32,
+    /// Recovery: failure ratio and p99 back within `recovery_factor` x baseline ...
+    pub recovery_factor: f64,
+    /// ... and staying there for this many seconds.
+    pub recovery_window_s: u32,
+    /// Seconds at the start ignored as warm-up (baseline is measured after them, before the first trigger).
+    pub warmup_s: u32,
+}
+
+impl Default for AnalysisConfig {
+    fn default() -> Self {
+        AnalysisConfig {
+            wave_threshold: 0.5,
+            wave_merge_gap_s: 2,
+            wave_min_duration_s: 2,
+            recovery_factor: 1.1,
+            recovery_window_s: 30,
+            warmup_s: 3,
+        }
+    }
+}
+
+/// `variant: metric op value`, e.g. `before-fix: waves >= 3`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ExpectationSpec {
+    pub variant: String,
+    /// Base metric name, one of [`crate::METRICS`].
+    pub metric: String,
+    /// For per-zone metrics: which zone.
+    #[serde(default)]
+    pub zone: Option<String>,
+    /// For series metrics: only seconds in `[from, to)` count (already scaled for `--quick`).
+    #[serde(default)]
+    pub window: Option<(f64, f64)>,
+    pub op: CompareOp,
+    pub value: f64,
+    /// The text as written in the experiment file, e.g. `">= 3"`.
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub enum CompareOp {
+    #[serde(rename = "<")]
+    Lt,
+    #[serde(rename = "<=")]
+    Le,
+    #[serde(rename = "==")]
+    Eq,
+    #[serde(rename = ">=")]
+    Ge,
+    #[serde(rename = ">")]
+    Gt,
+}
+
+/// One figure from the incident report, for the fidelity panel.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IncidentFigure {
+    /// Metric name (one of [`crate::METRICS`]) measured in `variant`.
+    pub metric: String,
+    pub variant: String,
+    pub incident_value: f64,
+    /// e.g. "failure ratio before capacity was freed (78%)".
+    pub label: String,
+}
+
+/// One variant's run.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct VariantRun {
+    pub name: String,
+    /// One entry per second since the variant's load started; index == `t`.
+    pub seconds: Vec<Second>,
+    /// Faults and operator actions, as executed.
+    pub events: Vec<TimelineEvent>,
+    /// Latency of every attempt over the whole run (ms).
+    pub latency: LatencySummary,
+    /// End-to-end latency of completed documents per tenant (ms), first send to final answer.
+    pub tenant_latency: BTreeMap<String, LatencySummary>,
+    /// Tenants that received oversized documents (excluded when judging "other tenants").
+    #[serde(default)]
+    pub oversized_tenants: Vec<String>,
+    pub integrity: Integrity,
+    /// End of the last fault or action that is a trigger (seconds), for the metastability verdict.
+    pub last_trigger_end_s: Option<f64>,
+    /// First trigger start (seconds); the baseline is measured before it.
+    pub first_trigger_start_s: Option<f64>,
+    /// True when Ctrl-C or a dead system under test cut the variant short.
+    pub interrupted: bool,
+    /// Why it was cut short.
+    pub interrupted_reason: Option<String>,
+    /// Arrivals that could not be sent on time (in-flight cap reached).
+    pub late_arrivals: u64,
+    /// Totals of the system's own counters at the end (metric name -> value).
+    #[serde(default)]
+    pub system_totals: BTreeMap<String, f64>,
+}
+
+/// Everything measured in one second (index `t`, seconds since the variant's load started).
+/// Client-side counts are of attempts *completed* in that second unless said otherwise.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Second {
+    pub t: u32,
+    /// New documents submitted (first attempts sent).
+    pub arrivals: u64,
+    /// Client attempts sent (first attempts and retries).
+    pub attempts: u64,
+    /// Distinct documents with at least one attempt sent in this second.
+    pub distinct_documents: u64,
+    /// Attempt outcomes.
+    pub ok: u64,
+    pub rejected: u64,
+    pub timeouts: u64,
+    pub errors: u64,
+    /// Latency percentiles of attempts completed in this second (ms); 0 when none.
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    /// Document journeys in flight at the end of the second.
+    pub in_flight: u64,
+    /// Documents that completed (200 with a verified result) in this second.
+    pub documents_completed: u64,
+    /// Documents whose client gave up in this second.
+    pub documents_given_up: u64,
+
+    // --- Scraped from the system under test's /metrics (gauges at the scrape, counters as deltas). ---
+    pub slots_total: f64,
+    pub slots_busy: f64,
+    /// Slots held by requests waiting for a duplicate's result (seed 000 defect).
+    pub slots_held_by_waiters: f64,
+    pub queue_depth: f64,
+    /// Page tasks queued at the GPU.
+    pub gpu_queue_pages: f64,
+    /// Gateway attempts to pools in this second.
+    pub gateway_attempts: u64,
+    /// Requests admitted to a worker slot in this second.
+    pub admitted: u64,
+    pub cache_writes_acked: u64,
+    pub cache_writes_lost: u64,
+    /// Cache writes that failed loudly (fix).
+    pub cache_write_errors: u64,
+    pub pages_computed: u64,
+    /// Pages computed that had been computed before (duplicate compute).
+    pub pages_recomputed: u64,
+    /// Requests rejected early as duplicates (dedup fix / failure cache).
+    pub rejected_early: u64,
+    /// Per zone, when the system has several.
+    #[serde(default)]
+    pub zones: BTreeMap<String, ZoneSecond>,
+}
+
+/// Per zone, one second (from the system's metrics).
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct ZoneSecond {
+    /// Requests the zone answered in this second.
+    pub requests: u64,
+    /// Of which failed (503, 504, injected failure).
+    pub failures: u64,
+    pub slots_busy: f64,
+    pub queue_depth: f64,
+    /// Work the zone computed for callers that had already given up (zombie work).
+    pub zombie_work: u64,
+}
+
+/// A fault or operator action, as executed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TimelineEvent {
+    /// Seconds since the variant's load started, when it actually ran.
+    pub at_s: f64,
+    /// When its effect ends, for entries with a duration.
+    pub end_s: Option<f64>,
+    pub kind: EventKind,
+    /// Short label for charts, e.g. "oversized t7 x3".
+    pub label: String,
+    pub ok: bool,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    /// A fault that triggers trouble (counts for the metastability verdict).
+    Fault,
+    /// An operator's mitigation.
+    Action,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub max_ms: f64,
+    /// (percentile 0..100, latency ms) for a percentile-distribution chart.
+    #[serde(default)]
+    pub distribution: Vec<(f64, f64)>,
+}
+
+/// Every document submitted, accounted for.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct Integrity {
+    pub submitted: u64,
+    pub completed: u64,
+    pub given_up: u64,
+    /// Still in flight when the variant ended (aborted at the deadline).
+    pub pending: u64,
+    /// Results checked against the reference page function.
+    pub results_checked: u64,
+    /// Results that did not match (must be 0).
+    pub incorrect_results: u64,
+    /// Up to 10 examples of incorrect results, for the report.
+    #[serde(default)]
+    pub incorrect_examples: Vec<String>,
+}
+
+impl Integrity {
+    /// Every submitted document ended in exactly one of the three states.
+    pub fn accounted(&self) -> bool {
+        self.submitted == self.completed + self.given_up + self.pending
+    }
+}

@@ -1,0 +1,66 @@
+//! Fault injection and operator actions, as one command type.
+//!
+//! The same `AdminCommand` is sent over the admin HTTP API (loopback only,
+//! bearer token) and applied in-process by the harness's embedded environment,
+//! so a timeline replays identically in both. Every command does only what
+//! happened in an incident (a cache left at its limit, a failing zone, an
+//! operator freeing capacity or cutting retries); none of them forces 503s.
+
+use crate::config::OnFull;
+use serde::{Deserialize, Serialize};
+
+/// One fault or operator action. JSON: `{"op": "cache_fill", "entries": 1000}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum AdminCommand {
+    /// Fill the result cache with `entries` filler entries (stale data), up to its limit.
+    CacheFill { entries: u64 },
+    /// Fill the result cache to its storage limit.
+    CacheFillToLimit,
+    /// Change what the cache does at its limit.
+    CacheOnFull { on_full: OnFull },
+    /// Set a zone's worker slots (all zones when `zone` is absent).
+    SetSlots {
+        #[serde(default)]
+        zone: Option<String>,
+        slots: u32,
+    },
+    /// Set a zone's GPU lanes (capacity freed or taken).
+    SetGpuLanes {
+        #[serde(default)]
+        zone: Option<String>,
+        lanes: u32,
+    },
+    /// Degrade (factor < 1) or restore (1) a zone's GPU speed.
+    SetGpuSpeed {
+        #[serde(default)]
+        zone: Option<String>,
+        factor: f64,
+    },
+    /// Set the gateway's internal attempts (1 = no internal retries).
+    SetGatewayAttempts { attempts: u32 },
+    /// A zone fails this share of requests at once (seed 003 trigger).
+    ZoneFail { zone: String, ratio: f64 },
+    /// The zone stops failing.
+    ZoneRecover { zone: String },
+    /// Stop new allocations to a zone (requests routed there are refused).
+    StopAllocations { zone: String },
+    ResumeAllocations { zone: String },
+    /// Throttle a zone to `per_sec` requests/s; absent lifts the throttle.
+    Throttle {
+        zone: String,
+        #[serde(default)]
+        per_sec: Option<f64>,
+    },
+}
+
+/// A command that could not be applied.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AdminError {
+    #[error("unknown zone {0:?}")]
+    UnknownZone(String),
+    #[error("invalid value: {0}")]
+    Invalid(String),
+    #[error("cache: {0}")]
+    Cache(String),
+}

@@ -1,0 +1,55 @@
+//! `sut`: runs the system under test as its own process.
+//!
+//! `sut --config system.yaml --listen 127.0.0.1:8080`. Ctrl-C (or SIGTERM)
+//! stops accepting and drains in-flight requests.
+
+use anyhow::Context;
+use clap::Parser;
+use sut::{System, SystemConfig};
+
+#[derive(Parser)]
+#[command(about = "The document-extraction service the harness tests")]
+struct Args {
+    /// YAML system configuration (the `system:` section of an experiment, on its own). Defaults if absent.
+    #[arg(long)]
+    config: Option<std::path::PathBuf>,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: std::net::SocketAddr,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    let config = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            SystemConfig::from_yaml(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+        }
+        None => SystemConfig::default(),
+    };
+    let system = System::start(config).context("starting the system under test")?;
+    let info = system.executor_info();
+    eprintln!("sut: page executor: {}{}", info.adapter, if info.fallback { " (CPU FALLBACK)" } else { "" });
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("binding {}", args.listen))?;
+    eprintln!("sut: listening on http://{}", listener.local_addr()?);
+    let shutdown = async {
+        let ctrl_c = tokio::signal::ctrl_c();
+        #[cfg(unix)]
+        {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+            tokio::select! { _ = ctrl_c => {}, _ = term.recv() => {} }
+        }
+        #[cfg(not(unix))]
+        let _ = ctrl_c.await;
+        eprintln!("sut: shutting down, draining in-flight requests");
+    };
+    sut::server::run(listener, system, shutdown).await?;
+    Ok(())
+}

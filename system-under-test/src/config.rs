@@ -1,0 +1,390 @@
+//! The whole configuration of the system under test, as one serde struct.
+//!
+//! Every defect from the incident reports is a named value here, right next to
+//! its fix, so an experiment's `before-fix` and `after-fix` variants differ only
+//! in a few switches. The harness embeds this same struct in experiment files,
+//! which is why every struct denies unknown fields: a typo must be an error,
+//! not a silently ignored fix.
+
+use gpu_executor::{ExecutorChoice, SchedulerConfig, SchedulingPolicy};
+use retry_policy::RetryConfig;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Top-level configuration of the system under test.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SystemConfig {
+    /// Zone names; one pool per zone behind the gateway's router.
+    pub zones: Vec<String>,
+    pub pool: PoolConfig,
+    pub gpu: SchedulerConfig,
+    /// Which page executor runs the pages (auto: wgpu when an adapter exists).
+    pub executor: ExecutorChoice,
+    pub page: PageConfig,
+    pub cache: CacheConfig,
+    pub failure_cache: FailureCacheConfig,
+    pub gateway: GatewayConfig,
+    pub router: RouterConfig,
+    /// Token required by the admin API (`Authorization: Bearer <token>`).
+    pub admin_token: String,
+    /// Bound on concurrent HTTP connections the server accepts work from.
+    pub max_concurrent_requests: usize,
+}
+
+impl Default for SystemConfig {
+    fn default() -> Self {
+        SystemConfig {
+            zones: vec!["z1".into()],
+            pool: PoolConfig::default(),
+            gpu: SchedulerConfig {
+                lanes: 4,
+                page_time: Duration::from_millis(10),
+                page_queue: 100_000,
+                policy: SchedulingPolicy::Shared,
+            },
+            executor: ExecutorChoice::Auto,
+            page: PageConfig::default(),
+            cache: CacheConfig::default(),
+            failure_cache: FailureCacheConfig::default(),
+            gateway: GatewayConfig::default(),
+            router: RouterConfig::default(),
+            admin_token: "local-admin-token".into(),
+            max_concurrent_requests: 10_000,
+        }
+    }
+}
+
+/// The model-serving worker pool of one zone.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PoolConfig {
+    /// Worker slots: requests processed (or waiting while holding a slot) at once.
+    pub slots: u32,
+    /// Requests that may wait for a slot; beyond it: 503 Server overloaded.
+    pub queue: u32,
+    /// Processing deadline of one request at the pool. Expiry answers the caller
+    /// with 504 while the page work continues, as in the incident.
+    #[serde(with = "humantime_serde")]
+    pub deadline: Duration,
+    pub retry_after: RetryAfterMode,
+    pub dedup: DedupMode,
+    /// Time to split one page off a document before it is queued for the GPU (seed 002's splitter).
+    #[serde(with = "humantime_serde")]
+    pub split_time: Duration,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            slots: 16,
+            queue: 0,
+            deadline: Duration::from_millis(500),
+            retry_after: RetryAfterMode::Fixed {
+                after: Duration::from_secs(5),
+            },
+            dedup: DedupMode::RejectBeforeAdmission,
+            split_time: Duration::ZERO,
+        }
+    }
+}
+
+/// How the pool fills `Retry-After` on 503.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum RetryAfterMode {
+    /// Seed 000 defect: a constant ("retry after five seconds"), whatever the load.
+    Fixed {
+        #[serde(with = "humantime_serde")]
+        after: Duration,
+    },
+    /// Fix: estimated from queue depth and the observed drain rate, with jitter
+    /// so rejected clients do not come back in lockstep.
+    Estimated {
+        /// Relative jitter: the estimate is multiplied by uniform(1 - j, 1 + j).
+        jitter: f64,
+        #[serde(with = "humantime_serde")]
+        min: Duration,
+        #[serde(with = "humantime_serde")]
+        max: Duration,
+    },
+}
+
+/// The de-duplication layer's behaviour (seed 000).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DedupMode {
+    /// No de-duplication: every request computes.
+    Off,
+    /// Defect: after a request's deadline the in-flight entry is marked abandoned
+    /// although the work continues; a retry is admitted, finds the original
+    /// running and waits for its result (through the result cache) holding a slot.
+    AbandonedDeadlineHoldsSlot,
+    /// Fix: duplicates are recognised before admission and rejected with an
+    /// accurate Retry-After; they never take a slot.
+    RejectBeforeAdmission,
+    /// Fix: duplicates are recognised before admission and attached to the
+    /// running work as slot-less waiters, handed its result directly.
+    WaitWithoutSlot,
+}
+
+/// Size of a page's content and the cost of the page function.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PageConfig {
+    /// 32-bit words of content per page.
+    pub words: u32,
+    /// Rounds of the mix function per word (cost grows linearly).
+    pub rounds: u32,
+}
+
+impl Default for PageConfig {
+    fn default() -> Self {
+        PageConfig {
+            words: 1024,
+            rounds: 16,
+        }
+    }
+}
+
+/// The shared result cache.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CacheConfig {
+    pub backend: CacheBackend,
+    /// Entries the cache can hold (its storage limit).
+    pub capacity: u64,
+    pub on_full: OnFull,
+    /// With `ack_and_drop`: share of writes at the limit that are acknowledged and discarded.
+    pub drop_ratio: f64,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            backend: CacheBackend::Memory,
+            capacity: 100_000,
+            on_full: OnFull::Error,
+            drop_ratio: 0.9,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheBackend {
+    /// In-process, bounded.
+    Memory,
+}
+
+/// What the cache does with a write when it is at its storage limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnFull {
+    /// Seed 000 defect: acknowledge the write, then discard it (`drop_ratio` of them).
+    AckAndDrop,
+    /// Fix: a write that cannot be stored is an explicit, counted error.
+    Error,
+    /// A correctly sized cache: evict the oldest entry to store the new one.
+    EvictOldest,
+}
+
+/// Seed 002: memory of submissions that failed on queue overflow.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FailureCacheConfig {
+    /// How long a failed submission is remembered; `0s` = off (the defect: failed
+    /// submissions are forgotten, so retries re-enter expensive processing).
+    #[serde(with = "humantime_serde")]
+    pub ttl: Duration,
+    /// Entries remembered at most (bounded memory).
+    pub capacity: u64,
+}
+
+impl Default for FailureCacheConfig {
+    fn default() -> Self {
+        FailureCacheConfig {
+            ttl: Duration::ZERO,
+            capacity: 100_000,
+        }
+    }
+}
+
+/// The internal-services layer in front of the pools.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GatewayConfig {
+    /// Internal retry policy towards the pools (seed 000: 3 attempts; fix: 1).
+    pub retry: RetryConfig,
+    /// Fix 4 of seed 000: pass the pool's Retry-After on to the client. Off: the
+    /// gateway answers its own fixed `fallback_retry_after`.
+    pub propagate_retry_after: bool,
+    #[serde(with = "humantime_serde")]
+    pub fallback_retry_after: Duration,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            retry: RetryConfig::no_retries(),
+            propagate_retry_after: true,
+            fallback_retry_after: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Routing between zones (seed 003).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RouterConfig {
+    /// A zone whose failure ratio over `window` exceeds this has its traffic
+    /// redirected to the healthy zone with the lowest failure ratio.
+    pub redirect_failure_ratio: f64,
+    #[serde(with = "humantime_serde")]
+    pub window: Duration,
+    /// Fix: redirect only what the target can absorb: at most this share of the
+    /// target's own recent traffic is added on top of it. None = redirect everything (defect).
+    pub failover_headroom: Option<f64>,
+    /// Retries of the gateway layer that may be redirected to another zone.
+    pub retries_follow_redirect: bool,
+}
+
+impl Default for RouterConfig {
+    fn default() -> Self {
+        RouterConfig {
+            redirect_failure_ratio: 0.5,
+            window: Duration::from_secs(1),
+            failover_headroom: None,
+            retries_follow_redirect: true,
+        }
+    }
+}
+
+/// A configuration value that cannot work, named by its field path.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("invalid system configuration: {field}: {message}")]
+pub struct ConfigError {
+    pub field: String,
+    pub message: String,
+}
+
+fn bad(field: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+impl SystemConfig {
+    /// Parses YAML; unknown keys and type errors carry line and column.
+    pub fn from_yaml(text: &str) -> Result<Self, String> {
+        let cfg: SystemConfig = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+        cfg.validate().map_err(|e| e.to_string())?;
+        Ok(cfg)
+    }
+
+    /// Rejects values that cannot work before anything starts.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.zones.is_empty() {
+            return Err(bad("zones", "at least one zone is required"));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for z in &self.zones {
+            if z.is_empty() || !z.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+                return Err(bad("zones", format!("zone name {z:?} must be non-empty ASCII letters, digits, '-' or '_'")));
+            }
+            if !seen.insert(z) {
+                return Err(bad("zones", format!("zone {z:?} listed twice")));
+            }
+        }
+        let p = &self.pool;
+        if p.slots == 0 {
+            return Err(bad("pool.slots", "must be >= 1"));
+        }
+        if p.deadline.is_zero() {
+            return Err(bad("pool.deadline", "must be > 0"));
+        }
+        if let RetryAfterMode::Estimated { jitter, min, max } = &p.retry_after {
+            if !(0.0..1.0).contains(jitter) {
+                return Err(bad("pool.retry_after.estimated.jitter", "must be in [0, 1)"));
+            }
+            if min > max {
+                return Err(bad("pool.retry_after.estimated.min", "must be <= max"));
+            }
+        }
+        self.gpu.validate().map_err(|m| bad("gpu", m))?;
+        if self.page.words == 0 {
+            return Err(bad("page.words", "must be >= 1"));
+        }
+        if self.page.rounds == 0 {
+            return Err(bad("page.rounds", "must be >= 1"));
+        }
+        if self.cache.capacity == 0 {
+            return Err(bad("cache.capacity", "must be >= 1"));
+        }
+        if !(0.0..=1.0).contains(&self.cache.drop_ratio) {
+            return Err(bad("cache.drop_ratio", "must be in [0, 1]"));
+        }
+        if self.failure_cache.capacity == 0 {
+            return Err(bad("failure_cache.capacity", "must be >= 1"));
+        }
+        self.gateway
+            .retry
+            .validate()
+            .map_err(|m| bad("gateway.retry", m))?;
+        let r = &self.router;
+        if !(0.0..=1.0).contains(&r.redirect_failure_ratio) {
+            return Err(bad("router.redirect_failure_ratio", "must be in [0, 1]"));
+        }
+        if r.window.is_zero() {
+            return Err(bad("router.window", "must be > 0"));
+        }
+        if let Some(h) = r.failover_headroom {
+            if !(h > 0.0 && h.is_finite()) {
+                return Err(bad("router.failover_headroom", "must be > 0"));
+            }
+        }
+        if self.admin_token.len() < 8 {
+            return Err(bad("admin_token", "must be at least 8 characters"));
+        }
+        if self.max_concurrent_requests == 0 {
+            return Err(bad("max_concurrent_requests", "must be >= 1"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        SystemConfig::default().validate().unwrap();
+    }
+
+    #[test]
+    fn parses_defect_switches() {
+        let cfg = SystemConfig::from_yaml(
+            "pool: { slots: 8, dedup: abandoned_deadline_holds_slot, retry_after: { fixed: { after: 5s } } }\n\
+             cache: { capacity: 10, on_full: ack_and_drop }\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.pool.slots, 8);
+        assert_eq!(cfg.pool.dedup, DedupMode::AbandonedDeadlineHoldsSlot);
+        assert_eq!(cfg.cache.on_full, OnFull::AckAndDrop);
+    }
+
+    #[test]
+    fn unknown_key_is_an_error_with_location() {
+        let err = SystemConfig::from_yaml("pool:\n  slotz: 3\n").unwrap_err();
+        assert!(err.contains("slotz"), "{err}");
+        assert!(err.contains('2'), "line missing: {err}");
+    }
+
+    #[test]
+    fn zero_slots_rejected() {
+        let err = SystemConfig::from_yaml("pool: { slots: 0 }\n").unwrap_err();
+        assert!(err.contains("pool.slots"), "{err}");
+    }
+}

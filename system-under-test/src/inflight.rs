@@ -1,0 +1,184 @@
+//! `InflightRegistry`: the de-duplication layer's memory of work in progress.
+//!
+//! One entry per document being computed. Its watch channel carries the result
+//! to duplicates that attach to it. The seed-000 defect lives here as the
+//! `abandoned` flag: when the original request's deadline expires the entry is
+//! marked abandoned although the page work goes on, and the pool's defective
+//! mode then stops treating it as "in progress" at admission.
+//!
+//! Bound: at most `capacity` entries; registering beyond it fails (the pool
+//! answers 503), so a flood of distinct documents cannot grow memory.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// How the work of one document ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkOutcome {
+    /// Computed; the document digest.
+    Done(u64),
+    /// Failed (queue overflow, executor error): no result.
+    Failed,
+}
+
+/// Work in progress for one document.
+#[derive(Debug)]
+pub struct InflightEntry {
+    pub started: Instant,
+    /// Pages of the document, to estimate its remaining time.
+    pub pages: u32,
+    abandoned: AtomicBool,
+    done: watch::Sender<Option<WorkOutcome>>,
+}
+
+impl InflightEntry {
+    /// The original request's deadline has expired (the work itself continues).
+    pub fn is_abandoned(&self) -> bool {
+        self.abandoned.load(Ordering::Acquire)
+    }
+
+    /// Waits for the outcome until `deadline`; None if the deadline came first.
+    pub async fn wait(&self, deadline: Instant) -> Option<WorkOutcome> {
+        let mut rx = self.done.subscribe();
+        let r = tokio::time::timeout_at(deadline, rx.wait_for(|v| v.is_some())).await;
+        match r {
+            Ok(Ok(v)) => *v,
+            // Sender dropped without an outcome: treat as failed.
+            Ok(Err(_)) => Some(WorkOutcome::Failed),
+            Err(_) => None,
+        }
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+}
+
+/// The registry is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("too many documents in flight")]
+pub struct RegistryFull;
+
+/// Documents being computed right now.
+pub struct InflightRegistry {
+    map: Mutex<HashMap<u64, Arc<InflightEntry>>>,
+    capacity: usize,
+}
+
+impl InflightRegistry {
+    pub fn new(capacity: usize) -> Self {
+        InflightRegistry {
+            map: Mutex::new(HashMap::new()),
+            capacity,
+        }
+    }
+
+    /// The entry for a document, if it is being computed.
+    pub fn lookup(&self, doc: u64) -> Option<Arc<InflightEntry>> {
+        self.map.lock().expect("inflight lock").get(&doc).cloned()
+    }
+
+    /// Registers new work for `doc`. Returns the existing entry instead
+    /// (`Err(Ok(entry))`) if the document is already in flight.
+    #[allow(clippy::type_complexity)]
+    pub fn register(
+        &self,
+        doc: u64,
+        pages: u32,
+    ) -> Result<Arc<InflightEntry>, Result<Arc<InflightEntry>, RegistryFull>> {
+        let mut map = self.map.lock().expect("inflight lock");
+        if let Some(e) = map.get(&doc) {
+            return Err(Ok(e.clone()));
+        }
+        if map.len() >= self.capacity {
+            return Err(Err(RegistryFull));
+        }
+        let (tx, _rx) = watch::channel(None);
+        let entry = Arc::new(InflightEntry {
+            started: Instant::now(),
+            pages,
+            abandoned: AtomicBool::new(false),
+            done: tx,
+        });
+        map.insert(doc, entry.clone());
+        Ok(entry)
+    }
+
+    /// An entry for work that is not de-duplicated (dedup off): never in the map.
+    pub fn standalone(pages: u32) -> Arc<InflightEntry> {
+        let (tx, _rx) = watch::channel(None);
+        Arc::new(InflightEntry {
+            started: Instant::now(),
+            pages,
+            abandoned: AtomicBool::new(false),
+            done: tx,
+        })
+    }
+
+    /// Seed-000 defect hook: the original request gave up at its deadline.
+    pub fn mark_abandoned(&self, entry: &InflightEntry) {
+        entry.abandoned.store(true, Ordering::Release);
+    }
+
+    /// The work ended: remove the entry and hand the outcome to every waiter.
+    pub fn complete(&self, doc: u64, entry: &Arc<InflightEntry>, outcome: WorkOutcome) {
+        let mut map = self.map.lock().expect("inflight lock");
+        if map.get(&doc).is_some_and(|e| Arc::ptr_eq(e, entry)) {
+            map.remove(&doc);
+        }
+        drop(map);
+        entry.done.send_replace(Some(outcome));
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.lock().expect("inflight lock").len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn waiter_gets_the_outcome() {
+        let reg = Arc::new(InflightRegistry::new(10));
+        let e = reg.register(7, 3).unwrap();
+        let dup = reg.register(7, 3).unwrap_err().unwrap();
+        assert!(Arc::ptr_eq(&e, &dup));
+        let waiter = {
+            let dup = dup.clone();
+            tokio::spawn(async move { dup.wait(Instant::now() + Duration::from_secs(5)).await })
+        };
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        reg.complete(7, &e, WorkOutcome::Done(42));
+        assert_eq!(waiter.await.unwrap(), Some(WorkOutcome::Done(42)));
+        assert!(reg.lookup(7).is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn waiter_times_out_and_abandon_flag_is_visible() {
+        let reg = InflightRegistry::new(10);
+        let e = reg.register(1, 1).unwrap();
+        assert!(!e.is_abandoned());
+        reg.mark_abandoned(&e);
+        assert!(reg.lookup(1).unwrap().is_abandoned());
+        let r = e.wait(Instant::now() + Duration::from_millis(50)).await;
+        assert_eq!(r, None);
+    }
+
+    #[test]
+    fn bounded() {
+        let reg = InflightRegistry::new(2);
+        reg.register(1, 1).unwrap();
+        reg.register(2, 1).unwrap();
+        assert!(matches!(reg.register(3, 1), Err(Err(RegistryFull))));
+    }
+}

@@ -1,0 +1,28 @@
+//! The system under test: the document-extraction service of the incident
+//! reports, with every defect and its fix behind a configuration switch.
+//!
+//! Layers, one module each, in the order a request meets them:
+//! [`gateway`] (internal retries) → [`router`] (zones) → [`pool`], which stacks
+//! [`failure_cache`], [`cache`], [`inflight`] (de-duplication), [`admission`]
+//! and the shared GPU (`gpu_executor::GpuScheduler`). [`server`] is the HTTP
+//! face, [`admin`] the fault and operator commands, [`metrics`] the counters.
+
+pub mod admin;
+pub mod admission;
+pub mod api;
+pub mod cache;
+pub mod config;
+pub mod failure_cache;
+pub mod gateway;
+pub mod inflight;
+pub mod metrics;
+pub mod pool;
+pub mod retry_after;
+pub mod router;
+pub mod server;
+pub mod system;
+
+pub use admin::{AdminCommand, AdminError};
+pub use api::{ExtractRequest, ExtractResponse, RejectReason, Reply, ResultSource};
+pub use config::SystemConfig;
+pub use system::System;

@@ -1,0 +1,344 @@
+//! `Pool`: the model-serving worker pool of one zone, as a stack of layers.
+//!
+//! A request goes through, in order:
+//! 1. the zone fault switch (an injected zone failure, seed 003's trigger);
+//! 2. `FailureCache` (seed 002 fix: recently failed documents rejected early);
+//! 3. `ResultCache` (a hit answers without any work);
+//! 4. de-duplication before admission (`InflightRegistry`; the fixes reject or
+//!    attach duplicates here, without a slot);
+//! 5. `AdmissionGate` (a slot, or a bounded queue, or 503);
+//! 6. with the seed-000 defect, a worker that finds the original still running
+//!    waits for its result *through the cache* while holding the slot;
+//! 7. the compute task: split the document into pages, queue them on the
+//!    shared GPU (`GpuScheduler`), collect, write the cache, hand the result
+//!    to waiters. It is detached: when the request's deadline passes the
+//!    caller gets 504 and the slot is freed, but the page work continues, as
+//!    in the incident.
+
+use crate::admission::{AdmissionError, AdmissionGate};
+use crate::api::{RejectReason, Reply, ResultSource};
+use crate::cache::ResultCache;
+use crate::config::{DedupMode, PageConfig, PoolConfig};
+use crate::failure_cache::FailureCache;
+use crate::inflight::{InflightEntry, InflightRegistry, WorkOutcome};
+use crate::metrics::{Counter, Gauge, GaugeGuard, ReasonCounters};
+use crate::retry_after::{self, DrainState};
+use gpu_executor::{document_digest, GpuScheduler, PageSpec};
+use rand::Rng;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Documents in flight per pool at most (bounds the registry).
+const MAX_INFLIGHT_DOCUMENTS: usize = 100_000;
+/// A document whose pages have not all come back after this has lost pages.
+const COMPUTE_GIVE_UP: Duration = Duration::from_secs(120);
+
+/// Counters of one pool.
+#[derive(Default)]
+pub struct PoolMetrics {
+    pub requests: Counter,
+    pub ok_computed: Counter,
+    pub ok_cache: Counter,
+    pub ok_duplicate: Counter,
+    pub rejected: ReasonCounters,
+    pub admitted: Counter,
+    /// Requests waiting for a duplicate's result while holding a slot (seed 000 defect).
+    pub waiters_holding_slot: Gauge,
+    /// Duplicates waiting without a slot (fix, or the defect's live-entry path).
+    pub waiters_without_slot: Gauge,
+    /// Documents whose computation finished after their request had been answered 504.
+    pub zombie_work: Counter,
+    pub documents_computed: Counter,
+    /// Compute tasks that failed (page queue overflow, lost pages).
+    pub compute_failures: Counter,
+}
+
+/// One zone's pool.
+pub struct Pool {
+    pub zone: String,
+    cfg: PoolConfig,
+    page: PageConfig,
+    gate: AdmissionGate,
+    inflight: InflightRegistry,
+    cache: Arc<dyn ResultCache>,
+    failures: FailureCache,
+    gpu: GpuScheduler,
+    pub metrics: PoolMetrics,
+    /// Injected zone failure: share of requests failed at once (0 = healthy).
+    fail_ratio: Mutex<f64>,
+    /// EWMA of compute time per page (µs), for a duplicate's remaining time.
+    page_time_ewma_us: AtomicU64,
+}
+
+impl Pool {
+    pub fn new(
+        zone: String,
+        cfg: PoolConfig,
+        page: PageConfig,
+        cache: Arc<dyn ResultCache>,
+        failures: FailureCache,
+        gpu: GpuScheduler,
+    ) -> Arc<Self> {
+        Arc::new(Pool {
+            zone,
+            gate: AdmissionGate::new(cfg.slots, cfg.queue),
+            inflight: InflightRegistry::new(MAX_INFLIGHT_DOCUMENTS),
+            cfg,
+            page,
+            cache,
+            failures,
+            gpu,
+            metrics: PoolMetrics::default(),
+            fail_ratio: Mutex::new(0.0),
+            page_time_ewma_us: AtomicU64::new(0),
+        })
+    }
+
+    pub fn gate(&self) -> &AdmissionGate {
+        &self.gate
+    }
+
+    pub fn gpu(&self) -> &GpuScheduler {
+        &self.gpu
+    }
+
+    pub fn inflight_documents(&self) -> usize {
+        self.inflight.len()
+    }
+
+    /// Fault: fail this share of requests at once (a failing zone).
+    pub fn set_fail_ratio(&self, ratio: f64) {
+        *self.fail_ratio.lock().expect("fail ratio lock") = ratio.clamp(0.0, 1.0);
+    }
+
+    pub fn fail_ratio(&self) -> f64 {
+        *self.fail_ratio.lock().expect("fail ratio lock")
+    }
+
+    fn reject(&self, reason: RejectReason, retry_after: Duration) -> Reply {
+        self.metrics.rejected.inc(reason);
+        Reply::Overloaded {
+            retry_after,
+            reason,
+        }
+    }
+
+    fn overloaded_advice(&self) -> Duration {
+        let state = DrainState {
+            queued: self.gate.queued(),
+            slots: self.gate.slots(),
+            mean_hold: self.gate.mean_hold(),
+        };
+        retry_after::advise(&self.cfg.retry_after, state, &mut rand::rng())
+    }
+
+    /// Expected remaining time of in-flight work, for a rejected duplicate.
+    fn duplicate_advice(&self, entry: &InflightEntry) -> Duration {
+        let per_page = Duration::from_micros(self.page_time_ewma_us.load(Ordering::Relaxed));
+        let expected = per_page * entry.pages;
+        retry_after::remaining(expected, entry.elapsed(), Duration::from_millis(1))
+    }
+
+    /// Handles one request end to end.
+    pub async fn handle(self: &Arc<Self>, tenant: &str, doc: u64, pages: u32) -> Reply {
+        let m = &self.metrics;
+        m.requests.inc();
+        let deadline = Instant::now() + self.cfg.deadline;
+
+        let fail = self.fail_ratio();
+        if fail > 0.0 && rand::rng().random_bool(fail) {
+            return self.reject(RejectReason::ZoneFailure, self.overloaded_advice());
+        }
+        if let Some(remaining) = self.failures.check(doc) {
+            return self.reject(RejectReason::RecentlyFailed, remaining);
+        }
+        if let Some(digest) = self.cache.get(doc).await {
+            m.ok_cache.inc();
+            return Reply::Ok {
+                digest,
+                source: ResultSource::Cache,
+            };
+        }
+
+        // De-duplication before admission.
+        let dedup = self.cfg.dedup;
+        if dedup != DedupMode::Off {
+            if let Some(entry) = self.inflight.lookup(doc) {
+                match dedup {
+                    DedupMode::RejectBeforeAdmission => {
+                        let ra = self.duplicate_advice(&entry);
+                        return self.reject(RejectReason::DuplicateInProgress, ra);
+                    }
+                    DedupMode::WaitWithoutSlot => return self.wait_without_slot(&entry, deadline).await,
+                    // The defect's working half: a live (not abandoned) entry is coalesced.
+                    DedupMode::AbandonedDeadlineHoldsSlot if !entry.is_abandoned() => {
+                        return self.wait_without_slot(&entry, deadline).await
+                    }
+                    // The defect: an abandoned entry is not seen as "in progress".
+                    _ => {}
+                }
+            }
+        }
+
+        let _permit = match self.gate.acquire(deadline).await {
+            Ok(p) => p,
+            Err(AdmissionError::Overloaded) => {
+                return self.reject(RejectReason::QueueFull, self.overloaded_advice())
+            }
+            Err(AdmissionError::DeadlineInQueue) => return self.deadline(),
+        };
+        m.admitted.inc();
+
+        if dedup == DedupMode::AbandonedDeadlineHoldsSlot {
+            if let Some(entry) = self.inflight.lookup(doc) {
+                return self.wait_holding_slot(doc, &entry, deadline).await;
+            }
+        }
+
+        let entry = if dedup == DedupMode::Off {
+            InflightRegistry::standalone(pages)
+        } else {
+            match self.inflight.register(doc, pages) {
+                Ok(e) => e,
+                // Raced with another request that registered first.
+                Err(Ok(existing)) => return self.wait_without_slot(&existing, deadline).await,
+                Err(Err(_full)) => {
+                    return self.reject(RejectReason::RegistryFull, self.overloaded_advice())
+                }
+            }
+        };
+        self.spawn_compute(tenant.to_string(), doc, pages, entry.clone());
+        match entry.wait(deadline).await {
+            Some(WorkOutcome::Done(digest)) => {
+                m.ok_computed.inc();
+                Reply::Ok {
+                    digest,
+                    source: ResultSource::Computed,
+                }
+            }
+            Some(WorkOutcome::Failed) => {
+                self.reject(RejectReason::PageQueueFull, self.overloaded_advice())
+            }
+            None => {
+                // The caller is answered; the slot is freed when `_permit` drops;
+                // the page work goes on.
+                self.inflight.mark_abandoned(&entry);
+                self.deadline()
+            }
+        }
+    }
+
+    fn deadline(&self) -> Reply {
+        self.metrics.rejected.inc(RejectReason::Deadline);
+        Reply::Deadline
+    }
+
+    async fn wait_without_slot(&self, entry: &InflightEntry, deadline: Instant) -> Reply {
+        let _g = GaugeGuard::new(&self.metrics.waiters_without_slot);
+        match entry.wait(deadline).await {
+            Some(WorkOutcome::Done(digest)) => {
+                self.metrics.ok_duplicate.inc();
+                Reply::Ok {
+                    digest,
+                    source: ResultSource::Duplicate,
+                }
+            }
+            Some(WorkOutcome::Failed) => {
+                self.reject(RejectReason::PageQueueFull, self.overloaded_advice())
+            }
+            None => self.deadline(),
+        }
+    }
+
+    /// Seed 000 defect: the worker avoids recomputing but waits for the
+    /// original's result while holding its slot, and reads that result through
+    /// the shared cache. If the cache dropped the write, nothing will come: the
+    /// slot stays held until this request's deadline.
+    async fn wait_holding_slot(&self, doc: u64, entry: &InflightEntry, deadline: Instant) -> Reply {
+        let _g = GaugeGuard::new(&self.metrics.waiters_holding_slot);
+        if entry.wait(deadline).await.is_some() {
+            if let Some(digest) = self.cache.get(doc).await {
+                self.metrics.ok_duplicate.inc();
+                return Reply::Ok {
+                    digest,
+                    source: ResultSource::Cache,
+                };
+            }
+            tokio::time::sleep_until(deadline).await;
+        }
+        self.deadline()
+    }
+
+    /// The detached compute task of one document.
+    fn spawn_compute(self: &Arc<Self>, tenant: String, doc: u64, pages: u32, entry: Arc<InflightEntry>) {
+        let pool = self.clone();
+        tokio::spawn(async move {
+            let outcome = pool.compute(&tenant, doc, pages).await;
+            match outcome {
+                WorkOutcome::Done(digest) => {
+                    pool.metrics.documents_computed.inc();
+                    if entry.is_abandoned() {
+                        pool.metrics.zombie_work.inc();
+                    }
+                    // A refused write is counted by the cache itself; the result
+                    // still reaches the caller and the slot-less waiters.
+                    let _ = pool.cache.put(doc, digest).await;
+                    pool.failures.forget(doc);
+                    let per_page = entry.elapsed().as_micros() as u64 / u64::from(pages.max(1));
+                    let _ = pool.page_time_ewma_us.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+                        Some(if old == 0 { per_page } else { old - old / 16 + per_page / 16 })
+                    });
+                }
+                WorkOutcome::Failed => {
+                    pool.metrics.compute_failures.inc();
+                    pool.failures.record(doc);
+                }
+            }
+            pool.inflight.complete(doc, &entry, outcome);
+        });
+    }
+
+    async fn compute(&self, tenant: &str, doc: u64, pages: u32) -> WorkOutcome {
+        let (job, mut results) = self.gpu.open_job(tenant, doc);
+        for page in 0..pages {
+            if !self.cfg.split_time.is_zero() {
+                tokio::time::sleep(self.cfg.split_time).await;
+            }
+            let spec = PageSpec {
+                doc_seed: doc,
+                page,
+                words: self.page.words,
+                rounds: self.page.rounds,
+            };
+            if job.enqueue(spec).is_err() {
+                // Seed 002: the submission fails; pages already queued are
+                // still computed (orphans) and their results thrown away.
+                return WorkOutcome::Failed;
+            }
+        }
+        let mut values = vec![0u32; pages as usize];
+        let collect = async {
+            let mut got = 0;
+            while got < pages {
+                match results.recv().await {
+                    Some(r) => {
+                        if let Some(v) = values.get_mut(r.page as usize) {
+                            *v = r.value;
+                            got += 1;
+                        }
+                    }
+                    None => return false,
+                }
+            }
+            true
+        };
+        // An executor error loses pages; the bound keeps the entry (and its
+        // waiters) from living forever.
+        match tokio::time::timeout(COMPUTE_GIVE_UP, collect).await {
+            Ok(true) => WorkOutcome::Done(document_digest(&values)),
+            _ => WorkOutcome::Failed,
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! The HTTP face of the system: `POST /v1/extract`, `GET /metrics`, the admin API.
+//!
+//! Each extraction runs in its own task, detached from the connection: a client
+//! that times out and disconnects does not cancel the work, just as the
+//! incident's services kept working for callers that had given up. The number
+//! of requests handled at once is bounded (`max_concurrent_requests`), and
+//! `run` stops accepting on the shutdown signal and drains what is in flight.
+
+use crate::admin::{AdminCommand, AdminError};
+use crate::api::{ErrorBody, ExtractRequest, ExtractResponse, RejectReason, Reply};
+use crate::retry_after::RETRY_AFTER_MS;
+use crate::system::System;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// The router of the service (exposed for in-process tests).
+pub fn router(system: Arc<System>) -> Router {
+    let limit = system.config.max_concurrent_requests;
+    Router::new()
+        .route("/v1/extract", post(extract))
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/admin/command", post(admin_command))
+        .route("/admin/info", get(admin_info))
+        .layer(tower::limit::ConcurrencyLimitLayer::new(limit))
+        .with_state(system)
+}
+
+/// Serves until `shutdown` resolves, then drains in-flight requests.
+pub async fn run(
+    listener: TcpListener,
+    system: Arc<System>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = router(system.clone()).into_make_service_with_connect_info::<SocketAddr>();
+    let r = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+    system.shutdown();
+    r
+}
+
+async fn extract(State(sys): State<Arc<System>>, body: axum::body::Bytes) -> Response {
+    let req: ExtractRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return (StatusCode::BAD_REQUEST, format!("invalid request: {e}\n")).into_response(),
+    };
+    if req.pages == 0 || req.tenant.is_empty() {
+        return (StatusCode::BAD_REQUEST, "pages must be >= 1 and tenant non-empty\n").into_response();
+    }
+    let task = {
+        let sys = sys.clone();
+        let req = req.clone();
+        tokio::spawn(async move { sys.gateway.handle(&req.tenant, req.document, req.pages).await })
+    };
+    let out = match task.await {
+        Ok(out) => out,
+        Err(e) => return (StatusCode::INTERNAL_SERVER_ERROR, format!("handler failed: {e}\n")).into_response(),
+    };
+    reply_response(req.document, req.pages, out.reply, out.zone)
+}
+
+/// Maps a layer's reply to HTTP.
+pub fn reply_response(document: u64, pages: u32, reply: Reply, zone: String) -> Response {
+    match reply {
+        Reply::Ok { digest, source } => Json(ExtractResponse {
+            document,
+            pages,
+            digest,
+            source,
+            zone,
+        })
+        .into_response(),
+        Reply::Overloaded { retry_after, reason } => {
+            let mut headers = HeaderMap::new();
+            let secs = retry_after.as_secs_f64().ceil().max(1.0) as u64;
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            headers.insert(RETRY_AFTER_MS, HeaderValue::from(retry_after.as_millis() as u64));
+            let body = ErrorBody {
+                error: "Server overloaded".into(),
+                reason,
+                retry_after_ms: Some(retry_after.as_millis() as u64),
+            };
+            (StatusCode::SERVICE_UNAVAILABLE, headers, Json(body)).into_response()
+        }
+        Reply::Deadline => {
+            let body = ErrorBody {
+                error: "Deadline exceeded".into(),
+                reason: RejectReason::Deadline,
+                retry_after_ms: None,
+            };
+            (StatusCode::GATEWAY_TIMEOUT, Json(body)).into_response()
+        }
+    }
+}
+
+async fn metrics(State(sys): State<Arc<System>>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        sys.render_metrics(),
+    )
+        .into_response()
+}
+
+/// Admin requests must come from loopback and carry the token.
+fn authorize(sys: &System, peer: SocketAddr, headers: &HeaderMap) -> Result<(), Response> {
+    if !peer.ip().is_loopback() {
+        return Err((StatusCode::FORBIDDEN, "admin API is loopback only\n").into_response());
+    }
+    let expected = format!("Bearer {}", sys.config.admin_token);
+    let ok = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v == expected);
+    if !ok {
+        return Err((StatusCode::UNAUTHORIZED, "missing or wrong admin token\n").into_response());
+    }
+    Ok(())
+}
+
+async fn admin_command(
+    State(sys): State<Arc<System>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    if let Err(r) = authorize(&sys, peer, &headers) {
+        return r;
+    }
+    let cmd: AdminCommand = match serde_json::from_slice(&body) {
+        Ok(c) => c,
+        Err(e) => return (StatusCode::BAD_REQUEST, format!("invalid command: {e}\n")).into_response(),
+    };
+    match sys.apply(&cmd).await {
+        Ok(detail) => Json(serde_json::json!({ "ok": true, "detail": detail })).into_response(),
+        Err(e @ AdminError::UnknownZone(_)) => (StatusCode::NOT_FOUND, format!("{e}\n")).into_response(),
+        Err(e) => (StatusCode::BAD_REQUEST, format!("{e}\n")).into_response(),
+    }
+}
+
+async fn admin_info(
+    State(sys): State<Arc<System>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(r) = authorize(&sys, peer, &headers) {
+        return r;
+    }
+    Json(serde_json::json!({
+        "executor": sys.executor_info(),
+        "zones": sys.config.zones,
+        "pool_deadline_ms": sys.config.pool.deadline.as_millis() as u64,
+    }))
+    .into_response()
+}
+
+/// How long `run`'s caller should wait for draining before giving up.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);

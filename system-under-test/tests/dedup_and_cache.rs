@@ -1,0 +1,156 @@
+//! The seed-000 mechanisms end to end through a pool, in virtual time: the
+//! dedup defect makes retries of one slow document hold slots until unrelated
+//! requests are rejected; the fixes do not. A lossy cache turns a finished
+//! document into a recomputation.
+
+use gpu_executor::{CpuExecutor, GpuScheduler, SchedulerConfig, SchedulingPolicy};
+use std::sync::Arc;
+use std::time::Duration;
+use sut::api::{RejectReason, Reply};
+use sut::cache::{MemoryCache, ResultCache};
+use sut::config::{CacheConfig, DedupMode, OnFull, PageConfig, PoolConfig, RetryAfterMode};
+use sut::failure_cache::FailureCache;
+use sut::pool::Pool;
+
+const SLOW_DOC: u64 = 1000;
+const SLOW_PAGES: u32 = 100; // 100 pages x 10 ms = 1 s of GPU, deadline 100 ms
+
+fn pool(dedup: DedupMode, cache: Arc<dyn ResultCache>) -> Arc<Pool> {
+    let gpu = GpuScheduler::start(
+        SchedulerConfig {
+            lanes: 1,
+            page_time: Duration::from_millis(10),
+            page_queue: 10_000,
+            policy: SchedulingPolicy::Shared,
+        },
+        Arc::new(CpuExecutor::new()),
+    );
+    Pool::new(
+        "z1".into(),
+        PoolConfig {
+            slots: 4,
+            queue: 0,
+            deadline: Duration::from_millis(100),
+            retry_after: RetryAfterMode::Fixed {
+                after: Duration::from_secs(5),
+            },
+            dedup,
+            ..PoolConfig::default()
+        },
+        PageConfig { words: 16, rounds: 1 },
+        cache,
+        FailureCache::new(Duration::ZERO, 10),
+        gpu,
+    )
+}
+
+fn lossy_full_cache() -> Arc<MemoryCache> {
+    Arc::new(MemoryCache::new(&CacheConfig {
+        capacity: 1,
+        on_full: OnFull::AckAndDrop,
+        drop_ratio: 1.0,
+        ..CacheConfig::default()
+    }))
+}
+
+/// First request of the slow document times out; then `retries` retries
+/// arrive; returns the unrelated request's reply and the slots held by waiters.
+async fn storm(p: &Arc<Pool>, retries: usize) -> (Reply, i64, Vec<tokio::task::JoinHandle<Reply>>) {
+    let first = p.handle("t1", SLOW_DOC, SLOW_PAGES).await;
+    assert_eq!(first, Reply::Deadline, "the slow document must miss its deadline");
+    let mut waiting = Vec::new();
+    for _ in 0..retries {
+        let p = p.clone();
+        waiting.push(tokio::spawn(async move { p.handle("t1", SLOW_DOC, SLOW_PAGES).await }));
+    }
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let holding = p.metrics.waiters_holding_slot.get();
+    let unrelated = p.handle("t2", 7, 1).await;
+    (unrelated, holding, waiting)
+}
+
+#[tokio::test(start_paused = true)]
+async fn defect_retries_of_one_slow_document_hold_every_slot() {
+    let cache = lossy_full_cache();
+    cache.fill_to_limit().await.unwrap();
+    let p = pool(DedupMode::AbandonedDeadlineHoldsSlot, cache);
+    let (unrelated, holding, waiting) = storm(&p, 4).await;
+    assert_eq!(holding, 4, "each retry holds a slot while it waits");
+    assert_eq!(p.gate().busy(), 4);
+    assert!(
+        matches!(unrelated, Reply::Overloaded { reason: RejectReason::QueueFull, .. }),
+        "unrelated request must be rejected: {unrelated:?}"
+    );
+    // The waiters end at their deadline: the original finishes later and its
+    // cache write is dropped anyway.
+    for w in waiting {
+        assert_eq!(w.await.unwrap(), Reply::Deadline);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn fix_reject_before_admission_keeps_slots_free() {
+    let cache = lossy_full_cache();
+    let p = pool(DedupMode::RejectBeforeAdmission, cache);
+    let (unrelated, holding, waiting) = storm(&p, 4).await;
+    assert_eq!(holding, 0);
+    for w in waiting {
+        let r = w.await.unwrap();
+        assert!(
+            matches!(r, Reply::Overloaded { reason: RejectReason::DuplicateInProgress, .. }),
+            "{r:?}"
+        );
+    }
+    assert!(
+        !matches!(unrelated, Reply::Overloaded { reason: RejectReason::QueueFull, .. }),
+        "unrelated request must get a slot: {unrelated:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn fix_wait_without_slot_hands_the_result_over() {
+    let cache = lossy_full_cache();
+    cache.fill_to_limit().await.unwrap();
+    let p = pool(DedupMode::WaitWithoutSlot, cache);
+    let first = p.handle("t1", SLOW_DOC, SLOW_PAGES).await;
+    assert_eq!(first, Reply::Deadline);
+    // A retry with a deadline of 100 ms attaches; one arriving near the end gets the result.
+    tokio::time::sleep(Duration::from_millis(850)).await;
+    let r = p.handle("t1", SLOW_DOC, SLOW_PAGES).await;
+    let expected = gpu_executor::reference_document(SLOW_DOC, SLOW_PAGES, 16, 1);
+    assert_eq!(
+        r,
+        Reply::Ok {
+            digest: expected,
+            source: sut::ResultSource::Duplicate
+        }
+    );
+    assert_eq!(p.metrics.waiters_holding_slot.get(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn lossy_cache_forces_recomputation() {
+    let cache = lossy_full_cache();
+    cache.fill_to_limit().await.unwrap();
+    let p = pool(DedupMode::RejectBeforeAdmission, cache.clone());
+    let r1 = p.handle("t1", 5, 2).await;
+    assert!(r1.is_ok());
+    let r2 = p.handle("t1", 5, 2).await;
+    assert_eq!(r1, r2, "same digest");
+    assert_eq!(cache.stats().writes_lost, 2, "both writes acknowledged and lost");
+    assert_eq!(p.gpu().stats().pages_recomputed, 2, "the second request recomputed both pages");
+}
+
+#[tokio::test(start_paused = true)]
+async fn sized_cache_serves_the_retry() {
+    let cache = Arc::new(MemoryCache::new(&CacheConfig {
+        capacity: 100,
+        on_full: OnFull::Error,
+        ..CacheConfig::default()
+    }));
+    let p = pool(DedupMode::RejectBeforeAdmission, cache.clone());
+    assert!(p.handle("t1", 5, 2).await.is_ok());
+    let r = p.handle("t1", 5, 2).await;
+    assert!(matches!(r, Reply::Ok { source: sut::ResultSource::Cache, .. }), "{r:?}");
+    assert_eq!(p.gpu().stats().pages_recomputed, 0);
+}
