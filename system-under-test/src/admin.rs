@@ -9,9 +9,10 @@
 use crate::config::OnFull;
 use serde::{Deserialize, Serialize};
 
-/// One fault or operator action. JSON: `{"op": "cache_fill", "entries": 1000}`.
+/// One fault or operator action. JSON: `{"cache_fill": {"entries": 1000}}` or
+/// `"cache_fill_to_limit"`; the same shape in experiment timelines (YAML).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum AdminCommand {
     /// Fill the result cache with `entries` filler entries (stale data), up to its limit.
     CacheFill { entries: u64 },

@@ -6,7 +6,7 @@
 //! which is why every struct denies unknown fields: a typo must be an error,
 //! not a silently ignored fix.
 
-use gpu_executor::{ExecutorChoice, SchedulerConfig, SchedulingPolicy};
+use gpu_executor::{ExecutorChoice, SchedulerConfig};
 use retry_policy::RetryConfig;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -37,12 +37,7 @@ impl Default for SystemConfig {
         SystemConfig {
             zones: vec!["z1".into()],
             pool: PoolConfig::default(),
-            gpu: SchedulerConfig {
-                lanes: 4,
-                page_time: Duration::from_millis(10),
-                page_queue: 100_000,
-                policy: SchedulingPolicy::Shared,
-            },
+            gpu: SchedulerConfig::default(),
             executor: ExecutorChoice::Auto,
             page: PageConfig::default(),
             cache: CacheConfig::default(),

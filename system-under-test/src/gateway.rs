@@ -93,7 +93,18 @@ impl Gateway {
         m.requests.inc();
         m.distinct_documents.observe(doc);
         let policy = self.retry.read().expect("retry lock").clone();
+        // Counts the request for ratio budgets and adaptive throttling; a
+        // locally throttled request is refused without reaching any pool.
+        if !policy.admit_request(std::time::Instant::now(), &mut rand::rng()) {
+            m.rejected.inc();
+            let reply = Reply::Overloaded {
+                retry_after: self.cfg.fallback_retry_after,
+                reason: RejectReason::Throttled,
+            };
+            return self.answer(reply, self.router.home(doc, self.pools.len()));
+        }
         let mut attempt = 1;
+        let mut last_failure = None;
         loop {
             m.attempts.inc();
             let (reply, zone) = match self.router.route(doc) {
@@ -116,7 +127,10 @@ impl Gateway {
             };
             let failure = match &reply {
                 Reply::Ok { .. } => {
-                    policy.on_success(std::time::Instant::now());
+                    match last_failure {
+                        Some(f) => policy.on_retry_success(f, std::time::Instant::now()),
+                        None => policy.on_success(std::time::Instant::now()),
+                    }
                     m.ok.inc();
                     return self.answer(reply, zone);
                 }
@@ -125,6 +139,7 @@ impl Gateway {
                 },
                 Reply::Deadline => Failure::Timeout,
             };
+            last_failure = Some(failure);
             let decision =
                 policy.on_failure(attempt, failure, std::time::Instant::now(), &mut rand::rng());
             match decision {

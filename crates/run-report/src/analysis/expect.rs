@@ -1,0 +1,201 @@
+//! Expectations: `variant: metric op value` checks from the experiment file,
+//! evaluated against the measured metrics. A metric that cannot be measured
+//! (unknown variant or zone, empty window, not recovered...) fails the
+//! expectation with a message saying why, never silently passes.
+
+use crate::analysis::VariantAnalysis;
+use crate::format::num;
+use crate::metrics::{metric_value_explained, MetricRef};
+use crate::model::{CompareOp, ExpectationSpec, RunData};
+use serde::Serialize;
+
+/// One expectation, judged.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExpectationResult {
+    pub spec: ExpectationSpec,
+    pub measured: Option<f64>,
+    pub passed: bool,
+    /// e.g. "measured 0.12, expected >= 0.5".
+    pub message: String,
+}
+
+/// The operator as written: `<`, `<=`, `==`, `>=`, `>`.
+pub fn op_symbol(op: CompareOp) -> &'static str {
+    match op {
+        CompareOp::Lt => "<",
+        CompareOp::Le => "<=",
+        CompareOp::Eq => "==",
+        CompareOp::Ge => ">=",
+        CompareOp::Gt => ">",
+    }
+}
+
+/// `measured op expected`. `==` tolerates a relative error of 1e-9 (counts are
+/// exact; ratios go through floating point). NaN never passes.
+pub fn compare(op: CompareOp, measured: f64, expected: f64) -> bool {
+    if measured.is_nan() || expected.is_nan() {
+        return false;
+    }
+    match op {
+        CompareOp::Lt => measured < expected,
+        CompareOp::Le => measured <= expected,
+        CompareOp::Eq => (measured - expected).abs() <= 1e-9 * expected.abs().max(1.0),
+        CompareOp::Ge => measured >= expected,
+        CompareOp::Gt => measured > expected,
+    }
+}
+
+/// Judge one expectation against the run and its analysed variants.
+pub fn evaluate_expectation(
+    run: &RunData,
+    variants: &[VariantAnalysis],
+    spec: &ExpectationSpec,
+) -> ExpectationResult {
+    let run_v = run.variants.iter().find(|v| v.name == spec.variant);
+    let ana_v = variants.iter().find(|v| v.name == spec.variant);
+    let measured = match (run_v, ana_v) {
+        (Some(v), Some(a)) => metric_value_explained(v, a, &MetricRef::of(spec), &run.analysis),
+        _ => Err(format!("variant `{}` is not in this run", spec.variant)),
+    };
+    let expected = format!("{} {}", op_symbol(spec.op), num(spec.value));
+    match measured {
+        Ok(m) => {
+            let passed = compare(spec.op, m, spec.value);
+            let message = if passed {
+                format!("measured {}, expected {expected}", num(m))
+            } else {
+                format!("measured {}, expected {expected}: FAILED", num(m))
+            };
+            ExpectationResult {
+                spec: spec.clone(),
+                measured: Some(m),
+                passed,
+                message,
+            }
+        }
+        Err(why) => ExpectationResult {
+            spec: spec.clone(),
+            measured: None,
+            passed: false,
+            message: format!("not measured ({why}), expected {expected}: FAILED"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::analyse_variant;
+    use crate::model::{Second, VariantRun};
+
+    fn run() -> RunData {
+        let seconds = (0..10)
+            .map(|t| Second {
+                t,
+                attempts: 20,
+                distinct_documents: 10,
+                arrivals: 10,
+                ok: 15,
+                rejected: 5,
+                ..Second::default()
+            })
+            .collect();
+        RunData {
+            variants: vec![VariantRun {
+                name: "v".into(),
+                seconds,
+                ..VariantRun::default()
+            }],
+            ..RunData::default()
+        }
+    }
+
+    fn spec(
+        variant: &str,
+        metric: &str,
+        window: Option<(f64, f64)>,
+        op: CompareOp,
+        value: f64,
+    ) -> ExpectationSpec {
+        ExpectationSpec {
+            variant: variant.into(),
+            metric: metric.into(),
+            zone: None,
+            window,
+            op,
+            value,
+            source: format!("{} {value}", op_symbol(op)),
+        }
+    }
+
+    fn judge(s: ExpectationSpec) -> ExpectationResult {
+        let r = run();
+        let vs: Vec<VariantAnalysis> = r
+            .variants
+            .iter()
+            .map(|v| analyse_variant(v, &r.analysis))
+            .collect();
+        evaluate_expectation(&r, &vs, &s)
+    }
+
+    #[test]
+    fn passing_and_failing_expectations() {
+        let ok = judge(spec(
+            "v",
+            "failure_ratio_mean",
+            Some((0.0, 5.0)),
+            CompareOp::Le,
+            0.25,
+        ));
+        assert!(ok.passed, "{}", ok.message);
+        assert_eq!(ok.measured, Some(0.25));
+        let bad = judge(spec("v", "amplification_mean", None, CompareOp::Lt, 1.5));
+        assert!(!bad.passed);
+        assert_eq!(bad.measured, Some(2.0));
+        assert!(
+            bad.message.contains("measured 2, expected < 1.5"),
+            "{}",
+            bad.message
+        );
+        let eq = judge(spec("v", "waves", None, CompareOp::Eq, 0.0));
+        assert!(eq.passed);
+    }
+
+    #[test]
+    fn unmeasurable_expectations_fail_with_a_reason() {
+        let missing = judge(spec("w", "waves", None, CompareOp::Ge, 0.0));
+        assert!(!missing.passed && missing.measured.is_none());
+        assert!(missing.message.contains("variant `w` is not in this run"));
+        let window = judge(spec(
+            "v",
+            "failure_ratio_mean",
+            Some((50.0, 60.0)),
+            CompareOp::Ge,
+            0.0,
+        ));
+        assert!(
+            !window.passed && window.message.contains("no second"),
+            "{}",
+            window.message
+        );
+        let ttr = judge(spec("v", "time_to_recover_s", None, CompareOp::Ge, 0.0));
+        assert!(
+            !ttr.passed && ttr.message.contains("no trigger"),
+            "{}",
+            ttr.message
+        );
+    }
+
+    #[test]
+    fn operators() {
+        assert!(compare(CompareOp::Lt, 1.0, 2.0));
+        assert!(!compare(CompareOp::Lt, 2.0, 2.0));
+        assert!(compare(CompareOp::Le, 2.0, 2.0));
+        assert!(compare(CompareOp::Eq, 0.1 + 0.2, 0.3));
+        assert!(!compare(CompareOp::Eq, 1.0, 1.001));
+        assert!(compare(CompareOp::Ge, 3.0, 3.0));
+        assert!(!compare(CompareOp::Gt, 3.0, 3.0));
+        assert!(!compare(CompareOp::Ge, f64::NAN, 0.0));
+        assert!(!compare(CompareOp::Lt, 0.0, f64::NAN));
+    }
+}

@@ -1,0 +1,145 @@
+//! From a recorded run to verdicts: waves, amplification, the metastability
+//! verdict, integrity, expectations and the fidelity panel. Everything here is
+//! a pure function of [`crate::model`], so it is tested on synthetic series.
+
+pub mod amplification;
+pub mod expect;
+pub mod fidelity;
+pub mod recovery;
+pub mod waves;
+
+pub use expect::{evaluate_expectation, ExpectationResult};
+pub use fidelity::FidelityRow;
+pub use recovery::{recovery_rule_text, Baseline, RecoveryVerdict};
+pub use waves::{wave_rule_text, Wave};
+
+use crate::metrics;
+use crate::model::{AnalysisConfig, Integrity, RunData, VariantRun};
+use serde::Serialize;
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+/// Everything concluded about one variant.
+#[derive(Debug, Clone, Serialize)]
+pub struct VariantAnalysis {
+    pub name: String,
+    pub waves: Vec<Wave>,
+    /// Every whole-run metric that is defined (see [`crate::METRICS`]); zone
+    /// metrics are keyed `name{zone}`. Undefined metrics are absent.
+    pub metrics: BTreeMap<String, f64>,
+    pub verdict: RecoveryVerdict,
+    /// What the verdict was judged against (absent without trigger or baseline).
+    pub baseline: Option<Baseline>,
+    pub first_trigger_start_s: Option<f64>,
+    pub last_trigger_end_s: Option<f64>,
+    /// No incorrect result and every document accounted for.
+    pub integrity_ok: bool,
+    /// Why integrity failed, in words (empty when it held).
+    pub integrity_problems: Vec<String>,
+    pub interrupted: bool,
+}
+
+/// The whole run's conclusions.
+#[derive(Debug, Clone, Serialize)]
+pub struct Analysis {
+    pub variants: Vec<VariantAnalysis>,
+    pub expectations: Vec<ExpectationResult>,
+    /// Every expectation passed and every variant's integrity held.
+    pub all_passed: bool,
+    pub fidelity: Vec<FidelityRow>,
+    /// The recovery rule in words, with the configured numbers.
+    pub recovery_rule: String,
+    /// The wave rule in words, with the configured numbers.
+    pub wave_rule: String,
+}
+
+impl Analysis {
+    /// The analysis of the variant called `name`.
+    pub fn variant(&self, name: &str) -> Option<&VariantAnalysis> {
+        self.variants.iter().find(|v| v.name == name)
+    }
+
+    /// The analysis of `v`: the one [`analyse`] computed, or a fresh one when this
+    /// analysis does not cover it (so report pieces never pair a variant with
+    /// another variant's analysis).
+    pub fn variant_for<'a>(
+        &'a self,
+        v: &VariantRun,
+        cfg: &AnalysisConfig,
+    ) -> Cow<'a, VariantAnalysis> {
+        match self.variant(&v.name) {
+            Some(a) => Cow::Borrowed(a),
+            None => Cow::Owned(analyse_variant(v, cfg)),
+        }
+    }
+}
+
+/// Integrity problems in words: incorrect results, documents not accounted for.
+pub fn integrity_problems(i: &Integrity) -> Vec<String> {
+    let mut problems = Vec::new();
+    if i.incorrect_results > 0 {
+        problems.push(format!(
+            "{} incorrect result(s) out of {} checked",
+            i.incorrect_results, i.results_checked
+        ));
+    }
+    if !i.accounted() {
+        problems.push(format!(
+            "{} submitted but {} completed + {} given up + {} pending = {}",
+            i.submitted,
+            i.completed,
+            i.given_up,
+            i.pending,
+            i.completed
+                .saturating_add(i.given_up)
+                .saturating_add(i.pending)
+        ));
+    }
+    problems
+}
+
+/// Analyse one variant.
+pub fn analyse_variant(v: &VariantRun, cfg: &AnalysisConfig) -> VariantAnalysis {
+    let judgement = recovery::judge_recovery(v, cfg);
+    let problems = integrity_problems(&v.integrity);
+    let mut a = VariantAnalysis {
+        name: v.name.clone(),
+        waves: waves::detect_waves(&v.seconds, cfg),
+        metrics: BTreeMap::new(),
+        verdict: judgement.verdict,
+        baseline: judgement.baseline,
+        first_trigger_start_s: judgement.first_trigger_start_s,
+        last_trigger_end_s: judgement.last_trigger_end_s,
+        integrity_ok: problems.is_empty(),
+        integrity_problems: problems,
+        interrupted: v.interrupted,
+    };
+    a.metrics = metrics::metrics_map(v, &a, cfg);
+    a
+}
+
+/// Analyse the whole run with its own [`AnalysisConfig`].
+pub fn analyse(run: &RunData) -> Analysis {
+    let cfg = &run.analysis;
+    let variants: Vec<VariantAnalysis> = run
+        .variants
+        .iter()
+        .map(|v| analyse_variant(v, cfg))
+        .collect();
+    let expectations: Vec<ExpectationResult> = run
+        .expectations
+        .iter()
+        .map(|spec| evaluate_expectation(run, &variants, spec))
+        .collect();
+    let fidelity = fidelity::fidelity_rows(run, &variants);
+    let all_passed =
+        expectations.iter().all(|e| e.passed) && variants.iter().all(|v| v.integrity_ok);
+    Analysis {
+        variants,
+        expectations,
+        all_passed,
+        fidelity,
+        recovery_rule: recovery_rule_text(cfg),
+        wave_rule: wave_rule_text(cfg),
+    }
+}

@@ -1,0 +1,530 @@
+//! The sections of index.html, one function each. Every piece of text that
+//! comes from the run (names, labels, messages, YAML) goes through [`escape`].
+
+use crate::analysis::{Analysis, RecoveryVerdict, VariantAnalysis};
+use crate::format::{ms, num, opt_num, opt_pct, pct};
+use crate::metrics::MetricRef;
+use crate::model::{EventKind, LatencySummary, RunData};
+use crate::xml::escape;
+use std::fmt::Write;
+
+fn row(h: &mut String, class: &str, cells: &[String]) {
+    let _ = write!(
+        h,
+        "<tr{}>",
+        if class.is_empty() {
+            String::new()
+        } else {
+            format!(" class=\"{class}\"")
+        }
+    );
+    for c in cells {
+        // Cells are pre-escaped HTML; numbers are right-aligned.
+        let numeric = c
+            .chars()
+            .next()
+            .is_some_and(|ch| ch.is_ascii_digit() || ch == '-' || ch == '—');
+        let _ = write!(
+            h,
+            "<td{}>{c}</td>",
+            if numeric { " class=\"num\"" } else { "" }
+        );
+    }
+    h.push_str("</tr>\n");
+}
+
+fn head(h: &mut String, cols: &[&str]) {
+    h.push_str("<table>\n<tr>");
+    for c in cols {
+        let _ = write!(h, "<th>{c}</th>");
+    }
+    h.push_str("</tr>\n");
+}
+
+fn verdict_html(v: &RecoveryVerdict) -> String {
+    let class = match v {
+        RecoveryVerdict::Metastable | RecoveryVerdict::NeverHealthy => "verdict-bad",
+        _ => "verdict-good",
+    };
+    format!("<span class=\"{class}\">{}</span>", escape(&v.label()))
+}
+
+pub fn header(h: &mut String, run: &RunData, analysis: &Analysis) {
+    let failed = analysis.expectations.iter().filter(|e| !e.passed).count();
+    let integrity_failed = analysis.variants.iter().filter(|v| !v.integrity_ok).count();
+    let (class, text) = if analysis.all_passed {
+        (
+            "pass",
+            format!(
+                "PASS — all {} expectation(s) met, integrity held",
+                analysis.expectations.len()
+            ),
+        )
+    } else {
+        let mut why = vec![format!(
+            "{failed} of {} expectation(s) failed",
+            analysis.expectations.len()
+        )];
+        if integrity_failed > 0 {
+            why.push(format!("integrity failed in {integrity_failed} variant(s)"));
+        }
+        ("fail", format!("FAIL — {}", why.join(", ")))
+    };
+    let _ = write!(
+        h,
+        "<header>\n<h1>{}</h1>\n<p class=\"desc\">{}</p>\n\
+         <p class=\"meta\">run <b>{}</b> · started {} · seed {} · {}{} environment</p>\n\
+         <div class=\"overall {class}\">{}</div>\n</header>\n",
+        escape(&run.experiment),
+        escape(&run.description),
+        escape(&run.run_id),
+        escape(&run.started_at),
+        run.seed,
+        if run.quick {
+            "<b>QUICK run (scaled down)</b> · "
+        } else {
+            ""
+        },
+        escape(&run.environment.kind),
+        escape(&text)
+    );
+}
+
+pub fn banners(h: &mut String, run: &RunData, analysis: &Analysis) {
+    let env = &run.environment;
+    if env.gpu_fallback {
+        let _ = writeln!(
+            h,
+            "<div class=\"banner\" id=\"gpu-fallback\">GPU FALLBACK: no GPU adapter was used — the CPU page \
+             function ran instead. Capacities and latencies are NOT those of the GPU system.\
+             <small>Reason: {} · adapter: {}</small></div>",
+            escape(env.gpu_fallback_reason.as_deref().unwrap_or("not recorded")),
+            escape(&env.gpu_adapter)
+        );
+    }
+    for v in run.variants.iter().filter(|v| v.interrupted) {
+        let _ = writeln!(
+            h,
+            "<div class=\"banner\" id=\"interrupted\">VARIANT INTERRUPTED: {} was cut short — its series, \
+             verdict and expectations cover only part of the experiment.<small>Reason: {}</small></div>",
+            escape(&v.name),
+            escape(v.interrupted_reason.as_deref().unwrap_or("not recorded"))
+        );
+    }
+    for a in analysis.variants.iter().filter(|a| !a.integrity_ok) {
+        let _ = writeln!(
+            h,
+            "<div class=\"banner\" id=\"integrity\">INTEGRITY FAILED in {}: {}</div>",
+            escape(&a.name),
+            escape(&a.integrity_problems.join("; "))
+        );
+    }
+}
+
+fn metric(a: &VariantAnalysis, k: &str) -> Option<f64> {
+    a.metrics.get(k).copied()
+}
+
+pub fn summary(h: &mut String, run: &RunData, analysis: &Analysis) {
+    h.push_str("<section id=\"summary\">\n<h2>Verdicts</h2>\n");
+    head(
+        h,
+        &[
+            "variant",
+            "verdict",
+            "waves",
+            "peak failure ratio",
+            "peak amplification",
+            "mean amplification",
+            "gateway amplification",
+            "duplicate compute",
+            "cache writes lost",
+            "submitted",
+            "completed",
+            "given up",
+            "pending",
+            "incorrect",
+            "integrity",
+        ],
+    );
+    for v in &run.variants {
+        let a = &*analysis.variant_for(v, &run.analysis);
+        let i = &v.integrity;
+        let x = |k| opt_num(metric(a, k)).to_string();
+        let integrity = if a.integrity_ok {
+            "<span class=\"pass\">ok</span>".to_string()
+        } else {
+            format!(
+                "<span class=\"fail\">{}</span>",
+                escape(&a.integrity_problems.join("; "))
+            )
+        };
+        row(
+            h,
+            if a.integrity_ok { "" } else { "failed" },
+            &[
+                format!(
+                    "<b>{}</b>{}",
+                    escape(&v.name),
+                    if v.interrupted {
+                        " <span class=\"fail\">(interrupted)</span>"
+                    } else {
+                        ""
+                    }
+                ),
+                verdict_html(&a.verdict),
+                a.waves.len().to_string(),
+                opt_pct(metric(a, "peak_failure_ratio")),
+                x("amplification_peak"),
+                x("amplification_mean"),
+                x("gateway_amplification"),
+                opt_pct(metric(a, "duplicate_compute_share")),
+                x("cache_writes_lost"),
+                i.submitted.to_string(),
+                i.completed.to_string(),
+                i.given_up.to_string(),
+                i.pending.to_string(),
+                i.incorrect_results.to_string(),
+                integrity,
+            ],
+        );
+    }
+    h.push_str("</table>\n</section>\n");
+}
+
+pub fn expectations(h: &mut String, analysis: &Analysis) {
+    h.push_str("<section id=\"expectations\">\n<h2>Expectations</h2>\n");
+    if analysis.expectations.is_empty() {
+        h.push_str("<p class=\"muted\">The experiment states no expectation.</p>\n</section>\n");
+        return;
+    }
+    head(
+        h,
+        &[
+            "result", "variant", "metric", "expected", "measured", "detail",
+        ],
+    );
+    for e in &analysis.expectations {
+        let result = if e.passed {
+            "<span class=\"pass\">PASS</span>"
+        } else {
+            "<span class=\"fail\">FAIL</span>"
+        };
+        row(
+            h,
+            if e.passed { "" } else { "failed" },
+            &[
+                result.to_string(),
+                escape(&e.spec.variant),
+                format!(
+                    "<code>{}</code>",
+                    escape(&MetricRef::of(&e.spec).to_string())
+                ),
+                format!("<code>{}</code>", escape(&e.spec.source)),
+                opt_num(e.measured),
+                escape(&e.message),
+            ],
+        );
+    }
+    h.push_str("</table>\n</section>\n");
+}
+
+pub fn fidelity(h: &mut String, analysis: &Analysis) {
+    if analysis.fidelity.is_empty() {
+        return;
+    }
+    h.push_str("<section id=\"fidelity\">\n<h2>Fidelity to the incident</h2>\n");
+    head(
+        h,
+        &[
+            "incident figure",
+            "variant",
+            "metric",
+            "incident",
+            "reproduced",
+            "difference",
+            "ratio",
+        ],
+    );
+    for f in &analysis.fidelity {
+        let measured = match (&f.measured, &f.note) {
+            (Some(m), _) => num(*m),
+            (None, Some(note)) => format!("— ({})", escape(note)),
+            (None, None) => "—".to_string(),
+        };
+        row(
+            h,
+            "",
+            &[
+                escape(&f.label),
+                escape(&f.variant),
+                format!("<code>{}</code>", escape(&f.metric)),
+                num(f.incident_value),
+                measured,
+                opt_num(f.difference),
+                f.ratio.map_or("—".to_string(), |r| format!("{}x", num(r))),
+            ],
+        );
+    }
+    h.push_str("</table>\n</section>\n");
+}
+
+pub fn waves(h: &mut String, analysis: &Analysis) {
+    h.push_str("<section id=\"waves\">\n<h2>Failure waves</h2>\n");
+    head(
+        h,
+        &[
+            "variant",
+            "#",
+            "start",
+            "duration",
+            "peak failure ratio",
+            "mean failure ratio",
+            "peak amplification",
+        ],
+    );
+    for a in &analysis.variants {
+        if a.waves.is_empty() {
+            row(
+                h,
+                "",
+                &[
+                    escape(&a.name),
+                    "—".into(),
+                    "no wave".into(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ],
+            );
+        }
+        for (i, w) in a.waves.iter().enumerate() {
+            row(
+                h,
+                "",
+                &[
+                    escape(&a.name),
+                    (i + 1).to_string(),
+                    format!("{} s", w.start_s),
+                    format!("{} s", w.duration_s),
+                    pct(w.peak_failure_ratio),
+                    pct(w.mean_failure_ratio),
+                    format!("{}x", num(w.peak_amplification)),
+                ],
+            );
+        }
+    }
+    h.push_str("</table>\n</section>\n");
+}
+
+fn latency_cells(l: &LatencySummary) -> Vec<String> {
+    [l.p50_ms, l.p90_ms, l.p99_ms, l.p999_ms, l.max_ms]
+        .iter()
+        .map(|x| ms(*x))
+        .collect()
+}
+
+pub fn latency(h: &mut String, run: &RunData) {
+    h.push_str("<section id=\"latency\">\n<h2>Latency percentiles</h2>\n<p class=\"muted\">Every attempt over the whole run.</p>\n");
+    head(
+        h,
+        &["variant", "attempts", "p50", "p90", "p99", "p99.9", "max"],
+    );
+    for v in &run.variants {
+        let mut cells = vec![escape(&v.name), v.latency.count.to_string()];
+        cells.extend(latency_cells(&v.latency));
+        row(h, "", &cells);
+    }
+    h.push_str("</table>\n");
+    if run.variants.iter().any(|v| !v.tenant_latency.is_empty()) {
+        h.push_str("<p class=\"muted\">End-to-end latency of completed documents per tenant (first send to final answer).</p>\n");
+        head(
+            h,
+            &[
+                "variant",
+                "tenant",
+                "documents",
+                "p50",
+                "p90",
+                "p99",
+                "p99.9",
+                "max",
+            ],
+        );
+        for v in &run.variants {
+            for (t, l) in &v.tenant_latency {
+                let oversized = if v.oversized_tenants.contains(t) {
+                    " <b>(oversized)</b>"
+                } else {
+                    ""
+                };
+                let mut cells = vec![
+                    escape(&v.name),
+                    format!("{}{oversized}", escape(t)),
+                    l.count.to_string(),
+                ];
+                cells.extend(latency_cells(l));
+                row(h, "", &cells);
+            }
+        }
+        h.push_str("</table>\n");
+    }
+    h.push_str("</section>\n");
+}
+
+pub fn rules(h: &mut String, run: &RunData, analysis: &Analysis) {
+    let _ = write!(
+        h,
+        "<section id=\"rules\">\n<h2>How the verdicts are decided</h2>\n\
+         <p class=\"rule\"><b>Recovery rule.</b> {}</p>\n<p class=\"rule\"><b>Wave rule.</b> {}</p>\n",
+        escape(&analysis.recovery_rule),
+        escape(&analysis.wave_rule)
+    );
+    head(
+        h,
+        &[
+            "variant",
+            "first trigger",
+            "last trigger end",
+            "baseline seconds",
+            "baseline failure ratio",
+            "baseline p99",
+            "healthy if failure ratio ≤",
+            "and p99 ≤",
+            "verdict",
+        ],
+    );
+    for a in &analysis.variants {
+        let s = |x: Option<f64>| x.map_or("—".to_string(), |x| format!("{} s", num(x)));
+        let b = a.baseline.as_ref();
+        row(
+            h,
+            "",
+            &[
+                escape(&a.name),
+                s(a.first_trigger_start_s),
+                s(a.last_trigger_end_s),
+                b.map_or("—".into(), |b| b.seconds.to_string()),
+                opt_pct(b.map(|b| b.failure_ratio)),
+                b.map_or("—".into(), |b| ms(b.p99_ms)),
+                opt_pct(b.map(|b| b.ratio_limit)),
+                b.map_or("—".into(), |b| ms(b.p99_limit_ms)),
+                verdict_html(&a.verdict),
+            ],
+        );
+    }
+    h.push_str("</table>\n");
+    let c = &run.analysis;
+    let _ = write!(
+        h,
+        "<p class=\"muted\">Thresholds: wave threshold {}, merge gap {} s, minimum wave {} s, recovery factor {}, \
+         recovery window {} s, warm-up {} s.</p>\n</section>\n",
+        pct(c.wave_threshold),
+        c.wave_merge_gap_s,
+        c.wave_min_duration_s,
+        num(c.recovery_factor),
+        c.recovery_window_s,
+        c.warmup_s
+    );
+}
+
+pub fn timeline(h: &mut String, run: &RunData) {
+    h.push_str("<section id=\"timeline\">\n<h2>Timeline</h2>\n");
+    head(
+        h,
+        &["variant", "at", "until", "kind", "label", "ok", "detail"],
+    );
+    for v in &run.variants {
+        for e in &v.events {
+            let kind = match e.kind {
+                EventKind::Fault => "<span class=\"fail\">fault</span>",
+                EventKind::Action => "<span class=\"pass\">action</span>",
+            };
+            row(
+                h,
+                if e.ok { "" } else { "failed" },
+                &[
+                    escape(&v.name),
+                    format!("{} s", num(e.at_s)),
+                    e.end_s.map_or("—".into(), |x| format!("{} s", num(x))),
+                    kind.to_string(),
+                    escape(&e.label),
+                    if e.ok {
+                        "ok".into()
+                    } else {
+                        "<span class=\"fail\">FAILED</span>".into()
+                    },
+                    escape(&e.detail),
+                ],
+            );
+        }
+    }
+    h.push_str("</table>\n</section>\n");
+}
+
+pub fn integrity_examples(h: &mut String, run: &RunData) {
+    let with: Vec<_> = run
+        .variants
+        .iter()
+        .filter(|v| !v.integrity.incorrect_examples.is_empty())
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    h.push_str("<section id=\"incorrect\">\n<h2>Incorrect results (examples)</h2>\n<ul>\n");
+    for v in with {
+        for ex in &v.integrity.incorrect_examples {
+            let _ = writeln!(
+                h,
+                "<li><b>{}</b>: <code>{}</code></li>",
+                escape(&v.name),
+                escape(ex)
+            );
+        }
+    }
+    h.push_str("</ul>\n</section>\n");
+}
+
+pub fn environment(h: &mut String, run: &RunData) {
+    let e = &run.environment;
+    h.push_str("<section id=\"environment\">\n<h2>Environment</h2>\n<table>\n");
+    let fallback = if e.gpu_fallback {
+        format!(
+            "<span class=\"fail\">YES — CPU page function ({})</span>",
+            escape(
+                e.gpu_fallback_reason
+                    .as_deref()
+                    .unwrap_or("reason not recorded")
+            )
+        )
+    } else {
+        "no".to_string()
+    };
+    let mut facts = vec![
+        ("kind", escape(&e.kind)),
+        ("GPU adapter", escape(&e.gpu_adapter)),
+        ("GPU fallback", fallback),
+        (
+            "calibrated pages/s (one pool)",
+            num(e.calibrated_pages_per_sec),
+        ),
+        ("calibrated documents/s", num(e.calibrated_docs_per_sec)),
+        ("harness version", escape(&e.harness_version)),
+        ("host", escape(&e.hostname)),
+        ("CPUs", e.cpus.to_string()),
+    ];
+    for v in &run.variants {
+        facts.push((
+            "late arrivals (client in-flight cap)",
+            format!("{}: {}", escape(&v.name), v.late_arrivals),
+        ));
+    }
+    for (k, v) in &facts {
+        let _ = writeln!(h, "<tr><th>{k}</th><td>{v}</td></tr>");
+    }
+    for (k, v) in &e.extra {
+        let _ = writeln!(h, "<tr><th>{}</th><td>{}</td></tr>", escape(k), escape(v));
+    }
+    h.push_str("</table>\n</section>\n");
+}

@@ -1,0 +1,212 @@
+//! Metric catalogue on synthetic series: windows, zones, undefined values and
+//! the guarantee that every listed name is implemented.
+
+use super::*;
+use crate::analysis::analyse_variant;
+use crate::model::{CompareOp, Integrity, LatencySummary, ZoneSecond};
+
+/// 60 seconds: 10 % failures except 80 % in [20, 30); zone az2 fails in [20, 30).
+fn variant() -> VariantRun {
+    let seconds = (0..60u32)
+        .map(|t| {
+            let bad = (20..30).contains(&t);
+            let failed = if bad { 80 } else { 10 };
+            let zone = |failures| ZoneSecond {
+                requests: 50,
+                failures,
+                zombie_work: u64::from(bad),
+                ..ZoneSecond::default()
+            };
+            Second {
+                t,
+                arrivals: 10,
+                attempts: if bad { 100 } else { 10 },
+                distinct_documents: 10,
+                ok: 100 - failed,
+                timeouts: failed,
+                p99_ms: if bad { 900.0 } else { 50.0 },
+                gateway_attempts: if bad { 300 } else { 10 },
+                pages_computed: 10,
+                pages_recomputed: u64::from(bad),
+                cache_writes_lost: u64::from(bad) * 2,
+                slots_held_by_waiters: if bad { 7.0 } else { 0.0 },
+                zones: [
+                    ("az1".to_string(), zone(0)),
+                    ("az2".to_string(), zone(if bad { 40 } else { 0 })),
+                ]
+                .into_iter()
+                .collect(),
+                ..Second::default()
+            }
+        })
+        .collect();
+    let lat = |p99_ms| LatencySummary {
+        count: 10,
+        p99_ms,
+        ..LatencySummary::default()
+    };
+    VariantRun {
+        name: "before-fix".into(),
+        seconds,
+        latency: lat(700.0),
+        tenant_latency: [
+            ("t1".into(), lat(100.0)),
+            ("t2".into(), lat(200.0)),
+            ("t7".into(), lat(5000.0)),
+        ]
+        .into_iter()
+        .collect(),
+        oversized_tenants: vec!["t7".into()],
+        integrity: Integrity {
+            submitted: 600,
+            completed: 590,
+            given_up: 4,
+            pending: 3,
+            ..Integrity::default()
+        },
+        first_trigger_start_s: Some(20.0),
+        last_trigger_end_s: Some(25.0),
+        late_arrivals: 2,
+        ..VariantRun::default()
+    }
+}
+
+fn value(v: &VariantRun, text: &str) -> Result<f64, String> {
+    let cfg = AnalysisConfig::default();
+    let a = analyse_variant(v, &cfg);
+    metric_value_explained(v, &a, &MetricRef::parse(text).expect("parses"), &cfg)
+}
+
+fn close(x: Result<f64, String>, want: f64) {
+    let x = x.expect("defined");
+    assert!((x - want).abs() < 1e-9, "got {x}, want {want}");
+}
+
+#[test]
+fn every_listed_metric_is_implemented() {
+    let v = variant();
+    for name in METRICS {
+        let text = if ZONE_METRICS.contains(name) {
+            format!("{name}{{az2}}")
+        } else {
+            name.to_string()
+        };
+        let r = value(&v, &text);
+        assert!(r.is_ok(), "{name}: {r:?}");
+    }
+    for w in WINDOWED_METRICS.iter().chain(ZONE_METRICS) {
+        assert!(METRICS.contains(w), "{w} not in METRICS");
+    }
+}
+
+#[test]
+fn whole_run_values() {
+    let v = variant();
+    close(value(&v, "waves"), 1.0);
+    close(value(&v, "peak_failure_ratio"), 0.8);
+    close(
+        value(&v, "failure_ratio_mean"),
+        (50.0 * 0.1 + 10.0 * 0.8) / 60.0,
+    );
+    close(value(&v, "amplification_peak"), 10.0);
+    close(
+        value(&v, "amplification_mean"),
+        (50.0 * 10.0 + 10.0 * 100.0) / 600.0,
+    );
+    close(
+        value(&v, "gateway_amplification"),
+        (500.0 + 3000.0) / 1500.0,
+    );
+    close(value(&v, "duplicate_compute_share"), 10.0 / 600.0);
+    close(value(&v, "cache_writes_lost"), 20.0);
+    close(value(&v, "slots_held_by_waiters_peak"), 7.0);
+    close(value(&v, "lost_documents"), 7.0);
+    close(value(&v, "unaccounted_documents"), 3.0);
+    close(value(&v, "p99_ms"), 700.0);
+    close(value(&v, "p99_ms_peak"), 900.0);
+    close(value(&v, "other_tenants_p99_ms"), 200.0);
+    close(value(&v, "oversized_tenant_p99_ms"), 5000.0);
+    close(value(&v, "late_arrivals"), 2.0);
+    close(value(&v, "metastable"), 0.0);
+    close(value(&v, "time_to_recover_s"), 5.0);
+}
+
+#[test]
+fn windows_select_seconds() {
+    let v = variant();
+    close(value(&v, "failure_ratio_mean[20s..30s]"), 0.8);
+    close(value(&v, "failure_ratio_mean[25..35]"), 0.45);
+    close(value(&v, "failure_ratio_peak[30s..60s]"), 0.1);
+    close(value(&v, "amplification_mean[20s..30s]"), 10.0);
+    close(value(&v, "duplicate_compute_share[20s..30s]"), 0.1);
+    close(value(&v, "cache_writes_lost[0s..21s]"), 2.0);
+    close(value(&v, "zone_failure_ratio_mean{az2}[20s..30s]"), 0.8);
+    close(value(&v, "zone_zombie_work{az2}[0s..25s]"), 5.0);
+    // The window end is exclusive, the start inclusive.
+    close(value(&v, "failure_ratio_peak[19s..20s]"), 0.1);
+    close(value(&v, "failure_ratio_peak[29s..30s]"), 0.8);
+}
+
+#[test]
+fn undefined_values_say_why() {
+    let v = variant();
+    assert!(value(&v, "failure_ratio_mean[100s..200s]")
+        .unwrap_err()
+        .contains("no second"));
+    assert!(value(&v, "failure_ratio_mean[30s..20s]")
+        .unwrap_err()
+        .contains("empty window"));
+    assert!(value(&v, "zone_failure_ratio_peak{az9}")
+        .unwrap_err()
+        .contains("az1, az2"));
+    assert!(value(&v, "zone_failure_ratio_peak")
+        .unwrap_err()
+        .contains("needs a zone"));
+    assert!(value(&v, "waves{az1}")
+        .unwrap_err()
+        .contains("not a per-zone"));
+    assert!(value(&v, "waves[0s..10s]").unwrap_err().contains("window"));
+    assert!(value(&v, "nonsense")
+        .unwrap_err()
+        .contains("unknown metric"));
+    let empty = VariantRun::default();
+    assert!(value(&empty, "peak_failure_ratio").is_err());
+    assert!(value(&empty, "amplification_mean").is_err());
+    assert!(value(&empty, "duplicate_compute_share").is_err());
+    assert!(value(&empty, "time_to_recover_s").is_err());
+    close(value(&empty, "waves"), 0.0);
+    close(value(&empty, "other_tenants_p99_ms"), 0.0);
+    close(value(&empty, "cache_writes_lost"), 0.0);
+}
+
+#[test]
+fn metric_value_uses_the_spec() {
+    let v = variant();
+    let cfg = AnalysisConfig::default();
+    let a = analyse_variant(&v, &cfg);
+    let spec = ExpectationSpec {
+        variant: "before-fix".into(),
+        metric: "zone_failure_ratio_peak".into(),
+        zone: Some("az2".into()),
+        window: Some((0.0, 20.0)),
+        op: CompareOp::Lt,
+        value: 0.1,
+        source: "< 0.1".into(),
+    };
+    assert_eq!(metric_value(&v, &a, &spec, &cfg), Some(0.0));
+    let map = &a.metrics;
+    assert_eq!(map.get("zone_failure_ratio_peak{az2}"), Some(&0.8));
+    assert_eq!(map.get("waves"), Some(&1.0));
+}
+
+#[test]
+fn metric_refs_parse_and_print() {
+    let m = MetricRef::parse("zone_failure_ratio_mean{az2}[40s..70.5s]").unwrap();
+    assert_eq!(m.name, "zone_failure_ratio_mean");
+    assert_eq!(m.zone.as_deref(), Some("az2"));
+    assert_eq!(m.window, Some((40.0, 70.5)));
+    assert_eq!(m.to_string(), "zone_failure_ratio_mean{az2}[40s..70.5s]");
+    assert_eq!(MetricRef::parse("waves").unwrap().to_string(), "waves");
+    assert!(MetricRef::parse("x[1..").is_none());
+    assert!(MetricRef::parse("").is_none());
+}

@@ -1,0 +1,135 @@
+//! `summary.json`: the machine-readable verdicts, with a stable schema so CI
+//! and dashboards can read it without parsing HTML. Schema version 1:
+//!
+//! ```text
+//! {
+//!   "schema_version": 1,
+//!   "experiment": str, "description": str, "run_id": str, "started_at": str (RFC 3339),
+//!   "seed": u64, "quick": bool,
+//!   "environment": { kind, gpu_adapter, gpu_fallback, gpu_fallback_reason, calibrated_pages_per_sec,
+//!                    calibrated_docs_per_sec, harness_version, hostname, cpus, extra },
+//!   "analysis_config": { wave_threshold, wave_merge_gap_s, wave_min_duration_s, recovery_factor,
+//!                        recovery_window_s, warmup_s },
+//!   "rules": { "waves": str, "recovery": str },
+//!   "variants": [{
+//!     "name": str,
+//!     "verdict": { "verdict": "no_trigger" | "recovered" | "metastable" | "never_healthy", "after_s"?: f64 },
+//!     "baseline": null | { seconds, failure_ratio, p99_ms, ratio_limit, p99_limit_ms },
+//!     "first_trigger_start_s": f64 | null, "last_trigger_end_s": f64 | null,
+//!     "waves": [{ start_s, duration_s, peak_failure_ratio, mean_failure_ratio, peak_amplification }],
+//!     "metrics": { <every non-zone name of METRICS>: f64 | null, "<zone metric>{<zone>}": f64 | null },
+//!     "integrity": { submitted, completed, given_up, pending, results_checked, incorrect_results,
+//!                    incorrect_examples, accounted: bool, ok: bool, problems: [str] },
+//!     "latency": { count, p50_ms, p90_ms, p99_ms, p999_ms, max_ms },
+//!     "interrupted": bool, "interrupted_reason": str | null, "late_arrivals": u64
+//!   }],
+//!   "expectations": [{ variant, metric (as written, with {zone} and [window]), metric_name, zone, window,
+//!                      op, value, expected (the source text), measured: f64 | null, passed, message }],
+//!   "fidelity": [{ variant, metric, label, incident_value, measured, difference, ratio, note }],
+//!   "all_passed": bool
+//! }
+//! ```
+//!
+//! Undefined numbers (and NaN) are `null`. New fields may be added; existing
+//! ones keep their meaning while `schema_version` stays 1.
+
+use crate::analysis::{Analysis, VariantAnalysis};
+use crate::metrics::{MetricRef, METRICS, ZONE_METRICS};
+use crate::model::{RunData, VariantRun};
+use crate::series::zone_names;
+use serde_json::{json, Map, Value};
+
+/// Version of the summary.json schema described in this module.
+pub const SCHEMA_VERSION: u32 = 1;
+
+fn metrics(v: &VariantRun, a: &VariantAnalysis) -> Value {
+    let mut m = Map::new();
+    let get = |k: &str| a.metrics.get(k).map_or(Value::Null, |x| json!(x));
+    for name in METRICS.iter().filter(|n| !ZONE_METRICS.contains(n)) {
+        m.insert(name.to_string(), get(name));
+    }
+    for zone in zone_names(&v.seconds) {
+        for name in ZONE_METRICS {
+            let key = format!("{name}{{{zone}}}");
+            m.insert(key.clone(), get(&key));
+        }
+    }
+    Value::Object(m)
+}
+
+fn variant(v: &VariantRun, a: &VariantAnalysis) -> Value {
+    let i = &v.integrity;
+    let l = &v.latency;
+    json!({
+        "name": v.name,
+        "verdict": a.verdict,
+        "baseline": a.baseline,
+        "first_trigger_start_s": a.first_trigger_start_s,
+        "last_trigger_end_s": a.last_trigger_end_s,
+        "waves": a.waves,
+        "metrics": metrics(v, a),
+        "integrity": {
+            "submitted": i.submitted,
+            "completed": i.completed,
+            "given_up": i.given_up,
+            "pending": i.pending,
+            "results_checked": i.results_checked,
+            "incorrect_results": i.incorrect_results,
+            "incorrect_examples": i.incorrect_examples,
+            "accounted": i.accounted(),
+            "ok": a.integrity_ok,
+            "problems": a.integrity_problems,
+        },
+        "latency": {
+            "count": l.count, "p50_ms": l.p50_ms, "p90_ms": l.p90_ms, "p99_ms": l.p99_ms,
+            "p999_ms": l.p999_ms, "max_ms": l.max_ms,
+        },
+        "interrupted": v.interrupted,
+        "interrupted_reason": v.interrupted_reason,
+        "late_arrivals": v.late_arrivals,
+    })
+}
+
+/// The whole summary.json document (schema in the module doc).
+pub fn summary_json(run: &RunData, analysis: &Analysis) -> Value {
+    let variants: Vec<Value> = run
+        .variants
+        .iter()
+        .map(|v| variant(v, &analysis.variant_for(v, &run.analysis)))
+        .collect();
+    let expectations: Vec<Value> = analysis
+        .expectations
+        .iter()
+        .map(|e| {
+            json!({
+                "variant": e.spec.variant,
+                "metric": MetricRef::of(&e.spec).to_string(),
+                "metric_name": e.spec.metric,
+                "zone": e.spec.zone,
+                "window": e.spec.window,
+                "op": e.spec.op,
+                "value": e.spec.value,
+                "expected": e.spec.source,
+                "measured": e.measured,
+                "passed": e.passed,
+                "message": e.message,
+            })
+        })
+        .collect();
+    json!({
+        "schema_version": SCHEMA_VERSION,
+        "experiment": run.experiment,
+        "description": run.description,
+        "run_id": run.run_id,
+        "started_at": run.started_at,
+        "seed": run.seed,
+        "quick": run.quick,
+        "environment": run.environment,
+        "analysis_config": run.analysis,
+        "rules": { "waves": analysis.wave_rule, "recovery": analysis.recovery_rule },
+        "variants": variants,
+        "expectations": expectations,
+        "fidelity": analysis.fidelity,
+        "all_passed": analysis.all_passed,
+    })
+}

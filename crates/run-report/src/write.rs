@@ -1,0 +1,94 @@
+//! Writing the report directory. Everything is rendered in memory first (a
+//! chart that fails to draw leaves no half-written report), then each file is
+//! written to a temporary name in its final directory, flushed, and renamed
+//! over its final name, so a reader never sees a truncated file. index.html is
+//! renamed last: once it exists, the rest of the report is complete.
+
+use crate::analysis::Analysis;
+use crate::charts::render_charts;
+use crate::csv::timeseries_csv;
+use crate::error::ReportError;
+use crate::html::render_html;
+use crate::junit::junit_xml;
+use crate::model::RunData;
+use crate::summary::summary_json;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The files of a report directory, relative to it, in the order written.
+pub const REPORT_FILES: &[&str] = &[
+    "charts/waves.svg",
+    "charts/waves.png",
+    "charts/latency.svg",
+    "charts/latency.png",
+    "timeseries.csv",
+    "summary.json",
+    "junit.xml",
+    "index.html",
+];
+
+fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ReportError {
+    let path = path.to_path_buf();
+    move |source| ReportError::Io {
+        action,
+        path,
+        source,
+    }
+}
+
+/// Write `bytes` to `path` through a temporary file in the same directory.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = path.with_file_name(format!(
+        ".{name}.tmp-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let result = (|| {
+        let mut f = fs::File::create(&tmp).map_err(io("creating", &tmp))?;
+        f.write_all(bytes).map_err(io("writing", &tmp))?;
+        f.sync_all().map_err(io("flushing", &tmp))?;
+        fs::rename(&tmp, path).map_err(io("renaming into place", path))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Write the whole report directory (created if needed): index.html,
+/// summary.json, timeseries.csv, junit.xml and charts/{waves,latency}.{svg,png}.
+/// Returns the paths written.
+pub fn write_report(
+    dir: &Path,
+    run: &RunData,
+    analysis: &Analysis,
+) -> Result<Vec<PathBuf>, ReportError> {
+    let charts = render_charts(run, analysis)?;
+    let summary = serde_json::to_string_pretty(&summary_json(run, analysis))? + "\n";
+    let html = render_html(run, analysis, &charts);
+    let csv = timeseries_csv(run);
+    let junit = junit_xml(run, analysis);
+    let contents: [&[u8]; 8] = [
+        charts.waves_svg.as_bytes(),
+        &charts.waves_png,
+        charts.latency_svg.as_bytes(),
+        &charts.latency_png,
+        csv.as_bytes(),
+        summary.as_bytes(),
+        junit.as_bytes(),
+        html.as_bytes(),
+    ];
+    let charts_dir = dir.join("charts");
+    fs::create_dir_all(&charts_dir).map_err(io("creating", &charts_dir))?;
+    let mut written = Vec::with_capacity(REPORT_FILES.len());
+    for (rel, bytes) in REPORT_FILES.iter().zip(contents) {
+        let path = dir.join(rel);
+        write_atomic(&path, bytes)?;
+        written.push(path);
+    }
+    Ok(written)
+}

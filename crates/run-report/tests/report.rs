@@ -1,0 +1,340 @@
+//! End to end: a synthetic two-variant run through `analyse` and
+//! `write_report` into a temporary directory; every file checked, the PNGs
+//! decoded, and the page rendered by headless Chromium when it is installed.
+
+mod fixture;
+
+use run_report::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    std::env::temp_dir().join(format!("run-report-{tag}-{}-{nanos}", std::process::id()))
+}
+
+/// Width, height and the share of non-white pixels of a PNG.
+fn decode_png(path: &Path) -> (u32, u32, f64, usize) {
+    let file = std::fs::File::open(path).expect("open png");
+    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
+        .read_info()
+        .expect("png header");
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("png data");
+    let px = info.color_type.samples();
+    let pixels = &buf[..info.buffer_size()];
+    let mut non_white = 0usize;
+    let mut colors = std::collections::HashSet::new();
+    for p in pixels.chunks(px) {
+        if p.iter().take(3).any(|&c| c < 245) {
+            non_white += 1;
+        }
+        if colors.len() < 1000 {
+            colors.insert(p.to_vec());
+        }
+    }
+    let total = (info.width * info.height) as f64;
+    (
+        info.width,
+        info.height,
+        non_white as f64 / total,
+        colors.len(),
+    )
+}
+
+#[test]
+fn writes_a_complete_report() {
+    let run = fixture::synthetic_run(true);
+    let analysis = analyse(&run);
+    // RUN_REPORT_TEST_OUT=<dir> keeps the report there for a look.
+    let keep = std::env::var_os("RUN_REPORT_TEST_OUT").map(PathBuf::from);
+    let dir = keep.clone().unwrap_or_else(|| temp_dir("full"));
+    let t0 = Instant::now();
+    let written = write_report(&dir, &run, &analysis).expect("report written");
+    eprintln!("write_report took {:?}", t0.elapsed());
+
+    for rel in [
+        "index.html",
+        "summary.json",
+        "timeseries.csv",
+        "junit.xml",
+        "charts/waves.svg",
+        "charts/waves.png",
+        "charts/latency.svg",
+        "charts/latency.png",
+    ] {
+        let p = dir.join(rel);
+        assert!(written.contains(&p), "{rel} not reported as written");
+        assert!(
+            std::fs::metadata(&p).map(|m| m.len() > 0).unwrap_or(false),
+            "{rel} missing or empty"
+        );
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left behind");
+
+    // Verdicts.
+    let before = analysis.variant("before-fix").unwrap();
+    let after = analysis.variant("after-fix").unwrap();
+    assert_eq!(before.verdict, RecoveryVerdict::Metastable);
+    assert_eq!(after.verdict, RecoveryVerdict::Recovered { after_s: 3.0 });
+    assert_eq!(
+        analysis.expectations.iter().filter(|e| !e.passed).count(),
+        1,
+        "{:#?}",
+        analysis.expectations
+    );
+    assert!(!analysis.all_passed);
+    assert_eq!(analysis.fidelity.len(), 1);
+
+    // HTML: self-contained, with verdicts, expectation rows and the fallback banner.
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(html.contains("METASTABLE"));
+    assert!(html.contains("recovered after 3 s"));
+    assert!(html.contains("<code>failure_ratio_mean[40s..60s]</code>"));
+    assert!(html.contains("<code>zone_failure_ratio_peak{az2}</code>"));
+    assert_eq!(html.matches("<span class=\"pass\">PASS</span>").count(), 5);
+    assert_eq!(html.matches("<span class=\"fail\">FAIL</span>").count(), 1);
+    assert!(html.contains("id=\"gpu-fallback\""));
+    assert!(html.contains("GPU FALLBACK"));
+    assert!(html.contains("Fidelity to the incident"));
+    assert!(
+        html.contains("&lt;b&gt;not bold&lt;/b&gt;"),
+        "YAML is escaped"
+    );
+    assert!(html.contains("&lt;script&gt;"), "event details are escaped");
+    assert!(!html.contains("<script"), "no script");
+    assert!(
+        !html.contains("src=\"http") && !html.contains("<link"),
+        "no external resource"
+    );
+    assert_eq!(html.matches("src=\"data:image/png;base64,").count(), 2);
+
+    // summary.json.
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["schema_version"], 1);
+    assert_eq!(summary["variants"][0]["verdict"]["verdict"], "metastable");
+    assert_eq!(summary["variants"][1]["verdict"]["after_s"], 3.0);
+    assert!(summary["variants"][0]["metrics"]["time_to_recover_s"].is_null());
+    assert!(
+        summary["variants"][0]["metrics"]["zone_zombie_work{az2}"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert_eq!(summary["expectations"].as_array().unwrap().len(), 6);
+    assert_eq!(
+        summary["expectations"][3]["metric"],
+        "failure_ratio_mean[40s..60s]"
+    );
+    assert_eq!(summary["all_passed"], false);
+
+    // CSV: header + one row per (variant, second).
+    let csv = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 120);
+    assert!(csv.lines().next().unwrap().contains("zone_az2_zombie_work"));
+
+    // JUnit.
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    assert!(junit.contains("<testsuite name=\"retry-storm-demo\" tests=\"8\" failures=\"1\""));
+    assert!(junit
+        .contains("classname=\"retry-storm-demo.after-fix\" name=\"amplification_peak &lt; 1.5\""));
+    assert!(junit.contains("name=\"integrity\""));
+    assert_eq!(junit.matches("<failure ").count(), 1);
+
+    // PNGs: right width, not blank.
+    for name in ["waves", "latency"] {
+        let (w, h, ink, colors) = decode_png(&dir.join(format!("charts/{name}.png")));
+        eprintln!(
+            "{name}.png: {w}x{h}, {:.1} % ink, {colors} colours",
+            ink * 100.0
+        );
+        assert_eq!(w, 1400);
+        assert!(h >= 600);
+        assert!(ink > 0.02, "{name}.png looks blank");
+        assert!(colors > 20, "{name}.png has too few colours to be a chart");
+    }
+    let svg = std::fs::read_to_string(dir.join("charts/waves.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("oversized t7 x3"));
+
+    chromium_screenshot(&dir);
+    if keep.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Render index.html with headless Chromium when it is installed.
+fn chromium_screenshot(dir: &Path) {
+    let required = std::env::var("HARNESS_REQUIRE_CHROMIUM").is_ok_and(|v| v == "1");
+    let shot = dir.join("screenshot.png");
+    let profile = temp_dir("chromium-profile");
+    let index = std::fs::canonicalize(dir.join("index.html")).unwrap();
+    let mut child = None;
+    for exe in ["chromium", "chromium-browser", "google-chrome"] {
+        let spawned = Command::new(exe)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--hide-scrollbars",
+                "--window-size=1440,2400",
+            ])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .arg(format!("--screenshot={}", shot.display()))
+            .arg(format!("file://{}", index.display()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        match spawned {
+            Ok(c) => {
+                child = Some(c);
+                break;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => panic!("starting {exe}: {e}"),
+        }
+    }
+    let Some(mut child) = child else {
+        assert!(
+            !required,
+            "HARNESS_REQUIRE_CHROMIUM=1 but chromium is not installed"
+        );
+        eprintln!("SKIPPED: chromium not installed");
+        return;
+    };
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for chromium") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within 90 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = std::fs::remove_dir_all(&profile);
+    let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
+    assert!(size > 0, "chromium ({status}) produced no screenshot");
+    let (w, _, ink, _) = decode_png(&shot);
+    eprintln!(
+        "chromium screenshot: {size} bytes, {w} px wide, {:.1} % ink",
+        ink * 100.0
+    );
+    assert!(ink > 0.01, "chromium screenshot is blank");
+}
+
+#[test]
+fn odd_data_does_not_panic() {
+    // No variant at all.
+    let empty = RunData::default();
+    let a = analyse(&empty);
+    assert!(a.all_passed);
+    let dir = temp_dir("empty");
+    write_report(&dir, &empty, &a).expect("empty report");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // Variants with no seconds, NaN everywhere, an expectation on a missing variant,
+    // an interrupted variant and broken integrity.
+    let mut run = fixture::synthetic_run(false);
+    run.variants[0].seconds.clear();
+    run.variants[0].interrupted = true;
+    run.variants[0].interrupted_reason = Some("Ctrl-C".into());
+    run.variants[0].integrity.incorrect_results = 2;
+    run.variants[0].integrity.incorrect_examples = vec!["doc 17 page 3: \u{1}bad".into()];
+    for s in &mut run.variants[1].seconds {
+        s.p99_ms = f64::NAN;
+        s.slots_busy = f64::INFINITY;
+        s.p50_ms = -1.0;
+    }
+    run.variants[1].latency = LatencySummary {
+        p99_ms: f64::NAN,
+        ..LatencySummary::default()
+    };
+    run.variants[1].events.push(TimelineEvent {
+        at_s: f64::NAN,
+        end_s: Some(f64::INFINITY),
+        kind: EventKind::Fault,
+        label: "weird\u{7}".into(),
+        ok: false,
+        detail: String::new(),
+    });
+    run.expectations.push(ExpectationSpec {
+        variant: "nope".into(),
+        metric: "waves".into(),
+        zone: None,
+        window: None,
+        op: CompareOp::Ge,
+        value: 1.0,
+        source: ">= 1".into(),
+    });
+    run.analysis.wave_threshold = f64::NAN;
+    let a = analyse(&run);
+    assert!(!a.all_passed);
+    let missing = a.expectations.last().unwrap();
+    assert!(!missing.passed && missing.measured.is_none());
+    assert!(
+        missing.message.contains("not in this run"),
+        "{}",
+        missing.message
+    );
+    let dir = temp_dir("odd");
+    write_report(&dir, &run, &a).expect("odd report");
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(html.contains("VARIANT INTERRUPTED"));
+    assert!(html.contains("INTEGRITY FAILED"));
+    assert!(!html.contains("id=\"gpu-fallback\""));
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    assert!(
+        !junit.contains('\u{1}'),
+        "control characters are not valid XML"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn tiny_sizes_are_raised_not_panicking() {
+    let run = fixture::synthetic_run(false);
+    let a = analyse(&run);
+    let png = wave_chart_png(&run, &a, 10, 10).unwrap();
+    assert!(png.starts_with(b"\x89PNG"));
+    let svg = latency_chart_svg(&run, &a, 0, 0).unwrap();
+    assert!(svg.contains("<svg"));
+}
+
+#[test]
+fn chart_rendering_is_fast() {
+    // A 10-minute run: the 60-s pattern repeated.
+    let mut run = fixture::synthetic_run(false);
+    for v in &mut run.variants {
+        let base = v.seconds.clone();
+        v.seconds = (0..600u32)
+            .map(|t| Second {
+                t,
+                ..base[(t % 60) as usize].clone()
+            })
+            .collect();
+    }
+    let a = analyse(&run);
+    let (w, h) = charts::waves::default_size(&run);
+    let t0 = Instant::now();
+    wave_chart_png(&run, &a, w, h).unwrap();
+    let waves = t0.elapsed();
+    let (w, h) = charts::latency::default_size(&run);
+    let t0 = Instant::now();
+    latency_chart_png(&run, &a, w, h).unwrap();
+    let latency = t0.elapsed();
+    eprintln!("PNG rendering: waves {waves:?}, latency {latency:?}");
+    // Generous bound for unoptimised test builds; release builds take a fraction of it.
+    assert!(waves < Duration::from_secs(10) && latency < Duration::from_secs(10));
+}

@@ -1,0 +1,104 @@
+//! Where the system under test runs, and how fast its GPU is on this machine.
+//!
+//! `embedded` (the default) starts the whole system in this process, serving
+//! HTTP on a fresh 127.0.0.1 port for each variant, so the load crosses a real
+//! socket and the admin API is the same one an external target offers.
+//! `external` drives a URL given in the experiment and changes nothing there
+//! except through its admin API.
+
+use crate::experiment::{Arrival, Environment, Experiment, Rate, Variant};
+use crate::runner::Capacity;
+use anyhow::Context;
+use gpu_executor::PageExecutor;
+use std::sync::Arc;
+use sut::System;
+
+/// A running system under test.
+pub struct Target {
+    pub base_url: String,
+    pub admin_token: Option<String>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl Target {
+    /// Stops an embedded system (drains in-flight requests, bounded).
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(h) = self.server.take() {
+            if tokio::time::timeout(sut::server::DRAIN_TIMEOUT, h).await.is_err() {
+                tracing::warn!("the embedded system did not drain within {:?}", sut::server::DRAIN_TIMEOUT);
+            }
+        }
+    }
+}
+
+/// The page executor every embedded variant shares (one device), or None for an external target.
+pub fn executor(exp: &Experiment) -> anyhow::Result<Option<Arc<dyn PageExecutor>>> {
+    match exp.environment {
+        Environment::Embedded => {
+            let e = gpu_executor::select_executor(exp.executor_choice()).context("selecting the page executor")?;
+            let info = e.info();
+            if info.fallback {
+                eprintln!(
+                    "\n!!! NO GPU ADAPTER: every page runs on the CPU reference implementation ({}).\n!!! Results are still verified, but this is not the wgpu path; the report says so too.\n",
+                    info.fallback_reason.as_deref().unwrap_or("no reason given")
+                );
+            }
+            Ok(Some(e))
+        }
+        Environment::External { .. } => Ok(None),
+    }
+}
+
+/// Measures one pool's page throughput here, so `capacity`-relative rates mean the same on any machine.
+pub fn calibrate(exp: &Experiment, executor: Option<&dyn PageExecutor>) -> anyhow::Result<Capacity> {
+    let uses_capacity = |r: &Rate| matches!(r, Rate::Capacity(_));
+    let relative = match &exp.workload.arrival {
+        Arrival::Constant(r) => uses_capacity(r),
+        Arrival::Ramp { from, to } => uses_capacity(from) || uses_capacity(to),
+        Arrival::Steps(s) => s.iter().any(|(_, r)| uses_capacity(r)),
+    };
+    let Some(executor) = executor else {
+        if relative {
+            anyhow::bail!("arrival rates relative to capacity need the embedded environment; give `rate:` in documents/s for an external target");
+        }
+        return Ok(Capacity { pages_per_sec: 0.0, docs_per_sec: 0.0 });
+    };
+    let sys = &exp.variants[0].system;
+    let c = gpu_executor::calibrate(executor, &sys.gpu, sys.page.words, sys.page.rounds).context("calibrating the page executor")?;
+    Ok(Capacity {
+        pages_per_sec: c.pages_per_sec,
+        docs_per_sec: c.pages_per_sec / exp.mean_pages().max(1e-9),
+    })
+}
+
+/// Starts the variant's system under test (embedded) or points at the external one.
+pub async fn start(exp: &Experiment, v: &Variant, executor: Option<Arc<dyn PageExecutor>>) -> anyhow::Result<Target> {
+    match (&exp.environment, executor) {
+        (Environment::Embedded, Some(executor)) => {
+            let system = System::start_with_executor(v.system.clone(), executor);
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.context("binding a loopback port")?;
+            let addr = listener.local_addr()?;
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            let server = tokio::spawn(sut::server::run(listener, system, async {
+                let _ = rx.await;
+            }));
+            Ok(Target {
+                base_url: format!("http://{addr}"),
+                admin_token: Some(v.system.admin_token.clone()),
+                shutdown: Some(tx),
+                server: Some(server),
+            })
+        }
+        (Environment::External { url, admin_token }, _) => Ok(Target {
+            base_url: url.clone(),
+            admin_token: admin_token.clone(),
+            shutdown: None,
+            server: None,
+        }),
+        (Environment::Embedded, None) => anyhow::bail!("embedded environment without a page executor"),
+    }
+}

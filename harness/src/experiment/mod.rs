@@ -1,0 +1,196 @@
+//! Experiment files: parse strictly, then validate into an `Experiment`.
+//!
+//! Two stages, as ripgrep does with its flags: [`raw`] is the file as written
+//! (serde, unknown keys rejected with line and column), and [`validate`]
+//! turns it into the checked [`Experiment`] the runner uses: durations
+//! parsed, rates positive, timeline inside the run, variant overrides merged
+//! and re-validated, expectations naming known metrics. Every error names the
+//! file, line, column and field, and nothing runs before all of it passed.
+
+pub mod raw;
+mod validate;
+
+pub use raw::PageDistribution;
+pub use validate::{load, parse, ExperimentError};
+
+use gpu_executor::ExecutorChoice;
+use retry_policy::RetryConfig;
+use run_report::{AnalysisConfig, ExpectationSpec, IncidentFigure};
+use serde::Serialize;
+use std::time::Duration;
+use sut::{AdminCommand, SystemConfig};
+
+/// A validated experiment, ready to run (already in quick form if asked).
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    pub name: String,
+    pub description: String,
+    pub seed: u64,
+    pub duration: Duration,
+    pub quick: bool,
+    pub environment: Environment,
+    pub analysis: AnalysisConfig,
+    pub workload: Workload,
+    pub timeline: Vec<TimelineEntry>,
+    pub variants: Vec<Variant>,
+    pub expectations: Vec<ExpectationSpec>,
+    pub incident: Vec<IncidentFigure>,
+    /// The file's text, for the report.
+    pub source: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Environment {
+    /// The system under test in this process, on loopback.
+    Embedded,
+    /// Any HTTP service at `url`; faults only through its admin API.
+    External { url: String, admin_token: Option<String> },
+}
+
+impl Environment {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Environment::Embedded => "embedded",
+            Environment::External { .. } => "external",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub arrival: Arrival,
+    pub pages: PageDistribution,
+    pub tenants: u32,
+    pub max_in_flight: u64,
+}
+
+/// Documents per second over time; `Capacity` shares are resolved after calibration.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arrival {
+    Constant(Rate),
+    Ramp { from: Rate, to: Rate },
+    Steps(Vec<(Duration, Rate)>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub enum Rate {
+    PerSec(f64),
+    /// Share of the calibrated capacity of one pool.
+    Capacity(f64),
+}
+
+impl Rate {
+    pub fn resolve(self, capacity_docs_per_sec: f64) -> f64 {
+        match self {
+            Rate::PerSec(r) => r,
+            Rate::Capacity(c) => c * capacity_docs_per_sec,
+        }
+    }
+}
+
+impl Arrival {
+    /// Rate (documents/s) at time `t` since the start.
+    pub fn rate_at(&self, t: Duration, total: Duration, capacity: f64) -> f64 {
+        match self {
+            Arrival::Constant(r) => r.resolve(capacity),
+            Arrival::Ramp { from, to } => {
+                let f = (t.as_secs_f64() / total.as_secs_f64().max(1e-9)).clamp(0.0, 1.0);
+                from.resolve(capacity) + f * (to.resolve(capacity) - from.resolve(capacity))
+            }
+            Arrival::Steps(steps) => steps
+                .iter()
+                .rev()
+                .find(|(at, _)| *at <= t)
+                .map(|(_, r)| r.resolve(capacity))
+                .unwrap_or(0.0),
+        }
+    }
+}
+
+/// How a simulated client behaves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientBehaviour {
+    pub retry: RetryConfig,
+    pub timeout: Duration,
+}
+
+/// One variant: the base configuration with its overrides applied.
+#[derive(Debug, Clone)]
+pub struct Variant {
+    pub name: String,
+    pub description: String,
+    pub system: SystemConfig,
+    pub client: ClientBehaviour,
+}
+
+/// A fault or action at a time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimelineEntry {
+    pub at: Duration,
+    pub duration: Option<Duration>,
+    pub op: TimelineOp,
+    pub is_fault: bool,
+    pub trigger: bool,
+    pub label: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TimelineOp {
+    /// Sent to the system's admin API.
+    Admin(AdminCommand),
+    /// Large documents arrive from one tenant (submitted by the harness as client traffic).
+    OversizedDocuments(OversizedDocuments),
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OversizedDocuments {
+    pub tenant: String,
+    pub count: u32,
+    /// Pages of each, drawn uniformly from `[min, max]`.
+    pub min_pages: u32,
+    pub max_pages: u32,
+    /// Arrivals spread over this time (default: all at once).
+    #[serde(default, with = "humantime_serde")]
+    pub spread: Option<Duration>,
+}
+
+impl TimelineOp {
+    /// The command that undoes a fault with a duration, if it has one.
+    pub fn revert(&self) -> Option<AdminCommand> {
+        match self {
+            TimelineOp::Admin(AdminCommand::ZoneFail { zone, .. }) => {
+                Some(AdminCommand::ZoneRecover { zone: zone.clone() })
+            }
+            TimelineOp::Admin(AdminCommand::SetGpuSpeed { zone, .. }) => {
+                Some(AdminCommand::SetGpuSpeed {
+                    zone: zone.clone(),
+                    factor: 1.0,
+                })
+            }
+            TimelineOp::Admin(AdminCommand::StopAllocations { zone }) => {
+                Some(AdminCommand::ResumeAllocations { zone: zone.clone() })
+            }
+            TimelineOp::Admin(AdminCommand::Throttle { zone, .. }) => Some(AdminCommand::Throttle {
+                zone: zone.clone(),
+                per_sec: None,
+            }),
+            _ => None,
+        }
+    }
+}
+
+impl Experiment {
+    /// Executor preference of the first variant (one device serves every variant).
+    pub fn executor_choice(&self) -> ExecutorChoice {
+        self.variants
+            .first()
+            .map(|v| v.system.executor)
+            .unwrap_or_default()
+    }
+
+    /// Mean pages per document of the population (for capacity in documents/s).
+    pub fn mean_pages(&self) -> f64 {
+        crate::workload::mean_pages(&self.workload.pages)
+    }
+}

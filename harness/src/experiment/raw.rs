@@ -1,0 +1,209 @@
+//! The experiment file as written: strict serde structs, nothing interpreted.
+//!
+//! Every struct denies unknown fields, so a misspelt switch is an error with
+//! its line and column rather than a fix that silently never ran. Values that
+//! need checks beyond their type are `Spanned`, so the validator can point at
+//! the exact place in the file.
+
+use indexmap::IndexMap;
+use retry_policy::RetryConfig;
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+use sut::SystemConfig;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawExperiment {
+    pub name: Spanned<String>,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    pub duration: Spanned<String>,
+    #[serde(default)]
+    pub quick: Option<RawQuick>,
+    #[serde(default)]
+    pub environment: Option<Spanned<String>>,
+    #[serde(default)]
+    pub target: Option<RawTarget>,
+    #[serde(default)]
+    pub analysis: RawAnalysis,
+    #[serde(default)]
+    pub system: SystemConfig,
+    pub workload: RawWorkload,
+    #[serde(default)]
+    pub timeline: Vec<Spanned<RawTimelineEntry>>,
+    pub variants: IndexMap<String, Spanned<RawVariant>>,
+    #[serde(default)]
+    pub expect: IndexMap<String, IndexMap<String, Spanned<ExpectValue>>>,
+    #[serde(default)]
+    pub incident: Vec<Spanned<RawIncidentFigure>>,
+}
+
+fn default_seed() -> u64 {
+    42
+}
+
+/// The short form for CI: its own duration, and optionally its own timeline and expectations.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawQuick {
+    pub duration: Spanned<String>,
+    #[serde(default)]
+    pub timeline: Option<Vec<Spanned<RawTimelineEntry>>>,
+    #[serde(default)]
+    pub expect: Option<IndexMap<String, IndexMap<String, Spanned<ExpectValue>>>>,
+    #[serde(default)]
+    pub analysis: Option<RawAnalysis>,
+}
+
+/// For `environment: external`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTarget {
+    pub url: Spanned<String>,
+    #[serde(default)]
+    pub admin_token: Option<String>,
+    #[serde(default)]
+    pub allow_remote: bool,
+}
+
+#[derive(Debug, Default, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RawAnalysis {
+    #[serde(default)]
+    pub wave_threshold: Option<Spanned<f64>>,
+    #[serde(default)]
+    pub wave_merge_gap: Option<Spanned<String>>,
+    #[serde(default)]
+    pub wave_min_duration: Option<Spanned<String>>,
+    #[serde(default)]
+    pub recovery_factor: Option<Spanned<f64>>,
+    #[serde(default)]
+    pub recovery_window: Option<Spanned<String>>,
+    #[serde(default)]
+    pub warmup: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RawWorkload {
+    pub arrival: Spanned<RawArrival>,
+    pub documents: RawDocuments,
+    pub client: RawClient,
+    /// Journeys in flight at most; arrivals beyond it are late (counted, never dropped silently).
+    #[serde(default)]
+    pub max_in_flight: Option<Spanned<u64>>,
+}
+
+/// Open-loop arrival profile. Rates are documents per second, or with
+/// `capacity` a share of the calibrated capacity of one pool.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum RawArrival {
+    Constant(RawRate),
+    Ramp { from: RawRate, to: RawRate },
+    Steps(Vec<RawStep>),
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RawRate {
+    #[serde(default)]
+    pub rate: Option<f64>,
+    #[serde(default)]
+    pub capacity: Option<f64>,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RawStep {
+    pub at: String,
+    #[serde(default)]
+    pub rate: Option<f64>,
+    #[serde(default)]
+    pub capacity: Option<f64>,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RawDocuments {
+    pub pages: Spanned<PageDistribution>,
+    pub tenants: Spanned<u32>,
+}
+
+/// Pages per document.
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum PageDistribution {
+    Fixed(u32),
+    Uniform { min: u32, max: u32 },
+    Lognormal { median: f64, sigma: f64, max: u32 },
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RawClient {
+    pub retry: RetryConfig,
+    pub timeout: Spanned<String>,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RawTimelineEntry {
+    pub at: String,
+    #[serde(default)]
+    pub duration: Option<String>,
+    /// A fault: what went wrong in the incident. Exactly one of `fault`/`action`.
+    #[serde(default)]
+    pub fault: Option<serde_json::Value>,
+    /// An operator's mitigation.
+    #[serde(default)]
+    pub action: Option<serde_json::Value>,
+    /// Whether the entry counts as a trigger for the metastability verdict
+    /// (default: faults do, actions do not; a standing condition such as a
+    /// cache left at its limit is not a trigger).
+    #[serde(default)]
+    pub trigger: Option<bool>,
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RawVariant {
+    #[serde(default)]
+    pub description: String,
+    /// Overrides of the base system configuration (merged key by key).
+    #[serde(default)]
+    pub system: Option<SystemConfig>,
+    /// Overrides of the client behaviour.
+    #[serde(default)]
+    pub client: Option<RawClientOverride>,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RawClientOverride {
+    #[serde(default)]
+    pub retry: Option<RetryConfig>,
+    #[serde(default)]
+    pub timeout: Option<String>,
+}
+
+/// `waves: 0` or `waves: ">= 3"`.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(untagged)]
+pub enum ExpectValue {
+    Number(f64),
+    Text(String),
+}
+
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RawIncidentFigure {
+    pub metric: String,
+    pub variant: String,
+    pub value: f64,
+    pub label: String,
+}

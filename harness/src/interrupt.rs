@@ -1,0 +1,68 @@
+//! `StopSignal`: how a run learns it must end early.
+//!
+//! Ctrl-C, or a system under test that stopped answering, sets it. Arrivals
+//! stop, in-flight journeys are cut off (counted as pending), and the run
+//! still writes everything it measured, marked as interrupted. A second
+//! Ctrl-C exits at once.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::watch;
+
+pub struct StopSignal {
+    flag: AtomicBool,
+    tx: watch::Sender<bool>,
+    reason: Mutex<Option<String>>,
+}
+
+impl Default for StopSignal {
+    fn default() -> Self {
+        StopSignal {
+            flag: AtomicBool::new(false),
+            tx: watch::channel(false).0,
+            reason: Mutex::new(None),
+        }
+    }
+}
+
+impl StopSignal {
+    /// Sets the signal; the first reason given is kept.
+    pub fn trigger(&self, reason: &str) {
+        let mut r = self.reason.lock().expect("stop reason lock");
+        if r.is_none() {
+            *r = Some(reason.to_string());
+        }
+        self.flag.store(true, Ordering::Release);
+        self.tx.send_replace(true);
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.flag.load(Ordering::Acquire)
+    }
+
+    pub fn reason(&self) -> Option<String> {
+        self.reason.lock().expect("stop reason lock").clone()
+    }
+
+    /// Resolves when the signal is set.
+    pub async fn wait(&self) {
+        let mut rx = self.tx.subscribe();
+        let _ = rx.wait_for(|s| *s).await;
+    }
+}
+
+/// Installs the process's Ctrl-C handler (before goose tries to install its own,
+/// which then leaves ours in place).
+pub fn install_ctrl_c(stop: Arc<StopSignal>) {
+    let result = ctrlc::set_handler(move || {
+        if stop.is_set() {
+            eprintln!("\nsecond Ctrl-C: exiting without a report");
+            std::process::exit(130);
+        }
+        eprintln!("\nCtrl-C: stopping the load and writing what was measured (Ctrl-C again to exit at once)");
+        stop.trigger("interrupted by Ctrl-C");
+    });
+    if let Err(e) = result {
+        tracing::warn!("could not install the Ctrl-C handler: {e}");
+    }
+}

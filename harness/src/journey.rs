@@ -1,0 +1,211 @@
+//! One document's journey: first attempt, retries by the client's policy, and
+//! the check of its result against the reference computation.
+//!
+//! The first attempt's latency is measured from its *planned* send time, so a
+//! late sender cannot hide queueing (no coordinated omission). Every journey
+//! ends by `hard_stop` at the latest, counted as pending if it had to be cut
+//! off, so each submitted document is accounted for exactly once.
+
+use crate::recorder::{AttemptOutcome, Recorder};
+use crate::workload::Document;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use retry_policy::{Decision, Failure, RetryPolicy};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use sut::api::ExtractResponse;
+use sut::config::PageConfig;
+use sut::retry_after::RETRY_AFTER_MS;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// One attempt, for goose's own statistics.
+#[derive(Debug, Clone)]
+pub struct AttemptReport {
+    pub latency: Duration,
+    pub success: bool,
+    pub status: Option<u16>,
+}
+
+/// What every journey of a variant shares.
+pub struct JourneyContext {
+    pub client: reqwest::Client,
+    pub extract_url: String,
+    pub recorder: Arc<Recorder>,
+    pub retry: retry_policy::RetryConfig,
+    pub timeout: Duration,
+    /// No attempt starts, and no journey lives, past this.
+    pub hard_stop: Instant,
+    /// The page function's parameters, for the reference computation.
+    pub page: PageConfig,
+    pub seed: u64,
+    pub reports: mpsc::UnboundedSender<AttemptReport>,
+    /// Cuts every journey off early (Ctrl-C, dead system under test).
+    pub stop: Arc<crate::interrupt::StopSignal>,
+    /// One retry policy (and budget) per tenant: a tenant is one client.
+    policies: Mutex<HashMap<String, Arc<RetryPolicy>>>,
+}
+
+impl JourneyContext {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        client: reqwest::Client,
+        base_url: &str,
+        recorder: Arc<Recorder>,
+        retry: retry_policy::RetryConfig,
+        timeout: Duration,
+        hard_stop: Instant,
+        page: PageConfig,
+        seed: u64,
+        reports: mpsc::UnboundedSender<AttemptReport>,
+        stop: Arc<crate::interrupt::StopSignal>,
+    ) -> Self {
+        JourneyContext {
+            client,
+            extract_url: format!("{base_url}/v1/extract"),
+            recorder,
+            retry,
+            timeout,
+            hard_stop,
+            page,
+            seed,
+            reports,
+            stop,
+            policies: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn policy(&self, tenant: &str) -> Arc<RetryPolicy> {
+        self.policies
+            .lock()
+            .expect("policies lock")
+            .entry(tenant.to_string())
+            .or_insert_with(|| Arc::new(RetryPolicy::new(self.retry.clone())))
+            .clone()
+    }
+}
+
+/// How an attempt ended, with what the retry policy needs.
+enum Attempt {
+    Ok(ExtractResponse),
+    Failed(AttemptOutcome, Failure),
+}
+
+/// Runs one journey to its end; `planned` is when its first attempt was due.
+pub async fn run(ctx: Arc<JourneyContext>, doc: Document, planned: Instant) {
+    ctx.recorder.submitted();
+    let finished = tokio::select! {
+        r = tokio::time::timeout_at(ctx.hard_stop, journey(&ctx, &doc, planned)) => r.is_ok(),
+        _ = ctx.stop.wait() => false,
+    };
+    if !finished {
+        ctx.recorder.pending();
+    }
+}
+
+async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) {
+    let policy = ctx.policy(&doc.tenant);
+    let mut rng = StdRng::seed_from_u64(ctx.seed ^ doc.id);
+    if !policy.admit_request(std::time::Instant::now(), &mut rng) {
+        // Adaptive throttling refused it locally: a failed attempt that never left.
+        ctx.recorder.attempt_sent(doc.id);
+        ctx.recorder.attempt_done(AttemptOutcome::Rejected, Duration::ZERO);
+        ctx.recorder.given_up();
+        return;
+    }
+    let mut attempt = 1u32;
+    let mut measured_from = planned;
+    loop {
+        ctx.recorder.attempt_sent(doc.id);
+        let outcome = send(ctx, doc).await;
+        let latency = measured_from.elapsed();
+        let (kind, failure, status) = match outcome {
+            (Attempt::Ok(resp), status) => {
+                let _ = ctx.reports.send(AttemptReport { latency, success: true, status });
+                ctx.recorder.attempt_done(AttemptOutcome::Ok, latency);
+                verify(ctx, doc, &resp).await;
+                policy.on_success(std::time::Instant::now());
+                ctx.recorder.completed(&doc.tenant, planned.elapsed());
+                return;
+            }
+            (Attempt::Failed(kind, failure), status) => (kind, failure, status),
+        };
+        let _ = ctx.reports.send(AttemptReport { latency, success: false, status });
+        ctx.recorder.attempt_done(kind, latency);
+        match policy.on_failure(attempt, failure, std::time::Instant::now(), &mut rng) {
+            Decision::Retry { after } => {
+                let at = Instant::now() + after;
+                if at >= ctx.hard_stop {
+                    // Let the outer timeout count it as pending.
+                    tokio::time::sleep_until(ctx.hard_stop + Duration::from_millis(1)).await;
+                }
+                tokio::time::sleep_until(at).await;
+                measured_from = Instant::now();
+                attempt += 1;
+            }
+            Decision::GiveUp(_) => {
+                ctx.recorder.given_up();
+                return;
+            }
+        }
+    }
+}
+
+async fn send(ctx: &JourneyContext, doc: &Document) -> (Attempt, Option<u16>) {
+    let body = sut::ExtractRequest {
+        tenant: doc.tenant.clone(),
+        document: doc.id,
+        pages: doc.pages,
+    };
+    let resp = ctx
+        .client
+        .post(&ctx.extract_url)
+        .json(&body)
+        .timeout(ctx.timeout)
+        .send()
+        .await;
+    let resp = match resp {
+        Ok(r) => r,
+        Err(e) if e.is_timeout() => return (Attempt::Failed(AttemptOutcome::Timeout, Failure::Timeout), None),
+        Err(_) => return (Attempt::Failed(AttemptOutcome::Error, Failure::Error), None),
+    };
+    let status = resp.status().as_u16();
+    match status {
+        200 => match resp.json::<ExtractResponse>().await {
+            Ok(r) => (Attempt::Ok(r), Some(status)),
+            Err(e) if e.is_timeout() => (Attempt::Failed(AttemptOutcome::Timeout, Failure::Timeout), Some(status)),
+            Err(_) => (Attempt::Failed(AttemptOutcome::Error, Failure::Error), Some(status)),
+        },
+        503 => {
+            let h = resp.headers();
+            let ms = h
+                .get(RETRY_AFTER_MS)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok())
+                .map(Duration::from_millis);
+            let secs = h
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok())
+                .map(Duration::from_secs);
+            let retry_after = ms.or(secs);
+            (
+                Attempt::Failed(AttemptOutcome::Rejected, Failure::Overloaded { retry_after }),
+                Some(status),
+            )
+        }
+        504 => (Attempt::Failed(AttemptOutcome::Timeout, Failure::Timeout), Some(status)),
+        _ => (Attempt::Failed(AttemptOutcome::Error, Failure::Error), Some(status)),
+    }
+}
+
+/// Checks a returned result against the reference page function.
+async fn verify(ctx: &JourneyContext, doc: &Document, resp: &ExtractResponse) {
+    let (id, pages, words, rounds) = (doc.id, doc.pages, ctx.page.words, ctx.page.rounds);
+    let expected = tokio::task::spawn_blocking(move || gpu_executor::reference_document(id, pages, words, rounds))
+        .await
+        .unwrap_or(!resp.digest);
+    let correct = resp.document == doc.id && resp.pages == doc.pages && resp.digest == expected;
+    ctx.recorder.result_checked(doc.id, correct, resp.digest, expected);
+}

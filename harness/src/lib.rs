@@ -1,0 +1,20 @@
+//! The harness: turns an experiment file into a measured, compared, reported run.
+//!
+//! [`experiment`] parses and validates; [`runner`] runs each variant in an
+//! [`environment`], driving [`load`] (goose, open loop) whose [`journey`]s
+//! retry by the client policy and are verified against the reference page
+//! function, while the [`timeline`] injects faults and the sampler ([`scrape`],
+//! [`recorder`]) records every second. Analysis and report files come from the
+//! `run-report` crate.
+
+pub mod environment;
+pub mod experiment;
+pub mod interrupt;
+pub mod journey;
+pub mod load;
+pub mod progress;
+pub mod recorder;
+pub mod runner;
+pub mod scrape;
+pub mod timeline;
+pub mod workload;

@@ -1,0 +1,159 @@
+//! Open-loop load through goose. The only module that knows goose exists.
+//!
+//! goose 0.19 is closed-loop (a user waits for each response) and its
+//! throttle would cap retries too, so it cannot produce an open-loop arrival
+//! rate by itself. Here one goose user runs an arrival scheduler: at each
+//! planned arrival it spawns the document's journey on the user's HTTP
+//! client, and reports every attempt back to goose
+//! (`record_custom_request_duration`) while the harness's own recorder keeps
+//! the per-second series. If the in-flight cap is reached the arrival waits,
+//! and the lateness is counted, never dropped silently.
+//!
+//! goose's run time is not a hard limit and spawned tasks would outlive it,
+//! so the scheduler stops arrivals at the load's end itself and waits for
+//! every journey (each bounded by `hard_stop`) before returning: no request
+//! of this variant reaches the system after `drive` returns.
+
+use crate::journey::{self, AttemptReport, JourneyContext};
+use crate::workload::Document;
+use goose::config::GooseConfiguration;
+use goose::prelude::*;
+use crate::interrupt::StopSignal;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+/// What to drive.
+pub struct LoadPlan {
+    pub base_url: String,
+    /// Sorted by planned time.
+    pub documents: Vec<Document>,
+    pub start: Instant,
+    /// Arrivals stop here.
+    pub load_end: Instant,
+    pub max_in_flight: u64,
+    /// Set when the run must stop early (Ctrl-C, dead system under test).
+    pub stop: Arc<StopSignal>,
+    /// Builds the journey context from goose's HTTP client.
+    pub context: Box<dyn Fn(reqwest::Client, mpsc::UnboundedSender<AttemptReport>) -> JourneyContext + Send + Sync>,
+}
+
+/// What goose counted, as a cross-check of the harness's own recorder.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOutcome {
+    pub goose_requests: u64,
+    pub goose_failures: u64,
+    pub journeys: u64,
+}
+
+/// Drives the plan to its end with goose, and returns goose's counts.
+pub async fn drive(plan: LoadPlan) -> anyhow::Result<LoadOutcome> {
+    let base_url = plan.base_url.clone();
+    let plan = Arc::new(Mutex::new(Some(plan)));
+    let journeys = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let transaction = {
+        let plan = plan.clone();
+        let journeys = journeys.clone();
+        Transaction::new(Arc::new(move |user: &mut GooseUser| {
+            let plan = plan.lock().expect("plan lock").take();
+            let journeys = journeys.clone();
+            Box::pin(async move {
+                if let Some(plan) = plan {
+                    let n = scheduler(user, plan).await?;
+                    journeys.store(n, Ordering::Relaxed);
+                }
+                Ok(())
+            })
+        }))
+        .set_name("arrivals")
+    };
+    let mut config = GooseConfiguration::default();
+    config.host = Some(base_url);
+    config.users = Some(1);
+    config.increase_rate = Some("1".into());
+    config.iterations = Some(1);
+    config.quiet = 1;
+    config.no_print_metrics = true;
+    config.no_error_summary = true;
+    config.no_telnet = true;
+    config.no_websocket = true;
+    let metrics = GooseAttack::initialize_with_config(config)
+        .map_err(|e| anyhow::anyhow!("goose: {e:?}"))?
+        .register_scenario(scenario!("Documents").register_transaction(transaction))
+        .execute()
+        .await
+        .map_err(|e| anyhow::anyhow!("goose: {e:?}"))?;
+    let mut out = LoadOutcome {
+        journeys: journeys.load(Ordering::Relaxed),
+        ..Default::default()
+    };
+    for agg in metrics.requests.values() {
+        out.goose_requests += agg.success_count as u64 + agg.fail_count as u64;
+        out.goose_failures += agg.fail_count as u64;
+    }
+    Ok(out)
+}
+
+/// The arrival scheduler, inside goose's single user.
+async fn scheduler(user: &mut GooseUser, plan: LoadPlan) -> Result<u64, Box<TransactionError>> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<AttemptReport>();
+    let ctx = Arc::new((plan.context)(user.client.clone(), tx));
+    let mut tasks = JoinSet::new();
+    let mut spawned = 0u64;
+    for doc in plan.documents {
+        let due = plan.start + doc.planned;
+        if due >= plan.load_end || plan.stop.is_set() {
+            break;
+        }
+        // Wait for the planned time, recording goose reports meanwhile.
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(due) => break,
+                Some(r) = rx.recv() => record(user, r).await,
+            }
+        }
+        // Open loop with a safety cap: if too many journeys are in flight the
+        // arrival waits, and is counted as late.
+        if ctx.recorder.in_flight() >= plan.max_in_flight {
+            ctx.recorder.late();
+            while ctx.recorder.in_flight() >= plan.max_in_flight && !plan.stop.is_set() {
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(5)) => {},
+                    Some(r) = rx.recv() => record(user, r).await,
+                }
+            }
+        }
+        while tasks.try_join_next().is_some() {}
+        tasks.spawn(journey::run(ctx.clone(), doc, due));
+        spawned += 1;
+    }
+    // Drain: every journey ends by hard_stop on its own.
+    loop {
+        tokio::select! {
+            j = tasks.join_next() => if j.is_none() { break },
+            Some(r) = rx.recv() => record(user, r).await,
+        }
+    }
+    drop(ctx);
+    while let Ok(r) = rx.try_recv() {
+        record(user, r).await;
+    }
+    Ok(spawned)
+}
+
+async fn record(user: &mut GooseUser, r: AttemptReport) {
+    let error = (!r.success).then_some("not served");
+    let _ = user
+        .record_custom_request_duration("POST", "/v1/extract", r.latency, r.success, r.status, error)
+        .await;
+}
+
+/// Time to wait after the load ends for journeys still retrying.
+pub fn drain_time(client_timeout: Duration, max_attempts: u32) -> Duration {
+    let worst = client_timeout * max_attempts.min(4);
+    worst.clamp(Duration::from_secs(2), Duration::from_secs(15))
+}
+

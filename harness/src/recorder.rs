@@ -1,0 +1,282 @@
+//! `Recorder`: what the clients saw, bucketed by second.
+//!
+//! Every attempt, outcome, document completion and give-up is counted in the
+//! bucket of the second it happened in, with latencies in HdrHistograms (one
+//! per second, one for the run, one per tenant for document end-to-end time).
+//! It is also the ledger of the integrity check: each document is counted once
+//! as submitted and once as completed, given up or pending, and every 200
+//! result's verdict against the reference computation is recorded here.
+//!
+//! Bound: one bucket per second of the run plus its drain time, and a set of
+//! document ids per bucket (cleared into a count once the second is sampled).
+
+use hdrhistogram::Histogram;
+use run_report::{Integrity, LatencySummary};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How one attempt ended, as the client saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptOutcome {
+    Ok,
+    /// 503.
+    Rejected,
+    /// Client timeout or 504.
+    Timeout,
+    /// Anything else (connection refused, 500, bad body).
+    Error,
+}
+
+#[derive(Default)]
+struct Bucket {
+    arrivals: u64,
+    attempts: u64,
+    distinct: HashSet<u64>,
+    distinct_count: Option<u64>,
+    ok: u64,
+    rejected: u64,
+    timeouts: u64,
+    errors: u64,
+    completed: u64,
+    given_up: u64,
+    latency: Option<Histogram<u64>>,
+}
+
+struct State {
+    buckets: Vec<Bucket>,
+    overall: Histogram<u64>,
+    tenants: BTreeMap<String, Histogram<u64>>,
+    integrity: Integrity,
+    in_flight: u64,
+    late: u64,
+}
+
+pub struct Recorder {
+    start: Instant,
+    state: Mutex<State>,
+}
+
+fn histogram() -> Histogram<u64> {
+    // 1 µs .. 1 h, 3 significant digits.
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
+}
+
+fn summary(h: &Histogram<u64>) -> LatencySummary {
+    if h.is_empty() {
+        return LatencySummary::default();
+    }
+    let ms = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+    LatencySummary {
+        count: h.len(),
+        p50_ms: ms(0.5),
+        p90_ms: ms(0.9),
+        p99_ms: ms(0.99),
+        p999_ms: ms(0.999),
+        max_ms: h.max() as f64 / 1000.0,
+        distribution: [50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.99, 100.0]
+            .iter()
+            .map(|p| (*p, ms(p / 100.0)))
+            .collect(),
+    }
+}
+
+impl Recorder {
+    pub fn new(start: Instant, seconds: usize) -> Self {
+        Recorder {
+            start,
+            state: Mutex::new(State {
+                buckets: (0..seconds.max(1)).map(|_| Bucket::default()).collect(),
+                overall: histogram(),
+                tenants: BTreeMap::new(),
+                integrity: Integrity::default(),
+                in_flight: 0,
+                late: 0,
+            }),
+        }
+    }
+
+    pub fn start(&self) -> Instant {
+        self.start
+    }
+
+    fn with_bucket<R>(&self, at: Instant, f: impl FnOnce(&mut Bucket, &mut State) -> R) -> R {
+        let mut st = self.state.lock().expect("recorder lock");
+        let i = (at.saturating_duration_since(self.start).as_secs() as usize).min(st.buckets.len() - 1);
+        let mut b = std::mem::take(&mut st.buckets[i]);
+        let r = f(&mut b, &mut st);
+        st.buckets[i] = b;
+        r
+    }
+
+    /// A new document's journey begins.
+    pub fn submitted(&self) {
+        let now = Instant::now();
+        self.with_bucket(now, |b, st| {
+            b.arrivals += 1;
+            st.integrity.submitted += 1;
+            st.in_flight += 1;
+        });
+    }
+
+    /// An arrival could not be sent at its planned time (in-flight cap).
+    pub fn late(&self) {
+        self.state.lock().expect("recorder lock").late += 1;
+    }
+
+    pub fn attempt_sent(&self, doc: u64) {
+        self.with_bucket(Instant::now(), |b, _| {
+            b.attempts += 1;
+            b.distinct.insert(doc);
+        });
+    }
+
+    pub fn attempt_done(&self, outcome: AttemptOutcome, latency: Duration) {
+        let us = (latency.as_micros() as u64).max(1);
+        self.with_bucket(Instant::now(), |b, st| {
+            match outcome {
+                AttemptOutcome::Ok => b.ok += 1,
+                AttemptOutcome::Rejected => b.rejected += 1,
+                AttemptOutcome::Timeout => b.timeouts += 1,
+                AttemptOutcome::Error => b.errors += 1,
+            }
+            let _ = b.latency.get_or_insert_with(histogram).record(us);
+            let _ = st.overall.record(us);
+        });
+    }
+
+    /// A 200 result was checked against the reference computation.
+    pub fn result_checked(&self, doc: u64, correct: bool, got: u64, expected: u64) {
+        let mut st = self.state.lock().expect("recorder lock");
+        st.integrity.results_checked += 1;
+        if !correct {
+            st.integrity.incorrect_results += 1;
+            if st.integrity.incorrect_examples.len() < 10 {
+                st.integrity
+                    .incorrect_examples
+                    .push(format!("document {doc}: got digest {got:#x}, reference {expected:#x}"));
+            }
+        }
+    }
+
+    pub fn completed(&self, tenant: &str, end_to_end: Duration) {
+        self.with_bucket(Instant::now(), |b, st| {
+            b.completed += 1;
+            st.integrity.completed += 1;
+            st.in_flight -= 1;
+            let h = st.tenants.entry(tenant.to_string()).or_insert_with(histogram);
+            let _ = h.record((end_to_end.as_micros() as u64).max(1));
+        });
+    }
+
+    pub fn given_up(&self) {
+        self.with_bucket(Instant::now(), |b, st| {
+            b.given_up += 1;
+            st.integrity.given_up += 1;
+            st.in_flight -= 1;
+        });
+    }
+
+    /// The journey was cut off by the end of the variant.
+    pub fn pending(&self) {
+        let mut st = self.state.lock().expect("recorder lock");
+        st.integrity.pending += 1;
+        st.in_flight -= 1;
+    }
+
+    pub fn in_flight(&self) -> u64 {
+        self.state.lock().expect("recorder lock").in_flight
+    }
+
+    /// Client-side fields of second `t` (the distinct set is folded into a count).
+    pub fn second(&self, t: usize) -> run_report::Second {
+        let mut st = self.state.lock().expect("recorder lock");
+        let in_flight = st.in_flight;
+        let Some(b) = st.buckets.get_mut(t) else {
+            return run_report::Second { t: t as u32, ..Default::default() };
+        };
+        let distinct = match b.distinct_count {
+            Some(c) => c + b.distinct.len() as u64,
+            None => b.distinct.len() as u64,
+        };
+        b.distinct_count = Some(distinct);
+        b.distinct = HashSet::new();
+        let (p50, p99) = match &b.latency {
+            Some(h) if !h.is_empty() => (
+                h.value_at_quantile(0.5) as f64 / 1000.0,
+                h.value_at_quantile(0.99) as f64 / 1000.0,
+            ),
+            _ => (0.0, 0.0),
+        };
+        run_report::Second {
+            t: t as u32,
+            arrivals: b.arrivals,
+            attempts: b.attempts,
+            distinct_documents: distinct,
+            ok: b.ok,
+            rejected: b.rejected,
+            timeouts: b.timeouts,
+            errors: b.errors,
+            p50_ms: p50,
+            p99_ms: p99,
+            in_flight,
+            documents_completed: b.completed,
+            documents_given_up: b.given_up,
+            ..Default::default()
+        }
+    }
+
+    pub fn latency(&self) -> LatencySummary {
+        summary(&self.state.lock().expect("recorder lock").overall)
+    }
+
+    pub fn tenant_latency(&self) -> BTreeMap<String, LatencySummary> {
+        let st = self.state.lock().expect("recorder lock");
+        st.tenants.iter().map(|(k, h)| (k.clone(), summary(h))).collect()
+    }
+
+    pub fn integrity(&self) -> Integrity {
+        self.state.lock().expect("recorder lock").integrity.clone()
+    }
+
+    pub fn late_arrivals(&self) -> u64 {
+        self.state.lock().expect("recorder lock").late
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn buckets_by_second_and_accounts_documents() {
+        let r = Recorder::new(Instant::now(), 5);
+        r.submitted();
+        r.attempt_sent(1);
+        r.attempt_done(AttemptOutcome::Rejected, Duration::from_millis(3));
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        r.attempt_sent(1);
+        r.attempt_sent(1);
+        r.attempt_done(AttemptOutcome::Ok, Duration::from_millis(10));
+        r.result_checked(1, true, 5, 5);
+        r.completed("t1", Duration::from_millis(1200));
+        let s0 = r.second(0);
+        let s1 = r.second(1);
+        assert_eq!((s0.arrivals, s0.attempts, s0.rejected, s0.distinct_documents), (1, 1, 1, 1));
+        assert_eq!((s1.attempts, s1.ok, s1.distinct_documents, s1.documents_completed), (2, 1, 1, 1));
+        let i = r.integrity();
+        assert!(i.accounted());
+        assert_eq!((i.submitted, i.completed, i.results_checked, i.incorrect_results), (1, 1, 1, 0));
+        assert_eq!(r.in_flight(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn incorrect_results_are_kept_as_examples() {
+        let r = Recorder::new(Instant::now(), 1);
+        r.result_checked(9, false, 1, 2);
+        let i = r.integrity();
+        assert_eq!(i.incorrect_results, 1);
+        assert!(i.incorrect_examples[0].contains("document 9"));
+    }
+}

@@ -1,0 +1,311 @@
+//! Runs an experiment: every variant against a fresh system, same seed, same
+//! traffic, same timeline; then analysis and the report.
+//!
+//! Per variant: start the environment → plan the traffic from the seed →
+//! start the timeline and the once-a-second sampler → drive the load (goose)
+//! → wait for every journey → final scrape → stop the environment. An
+//! interrupted or broken variant still yields what was measured.
+
+use crate::environment::{self, Target};
+use crate::experiment::{Experiment, TimelineOp, Variant};
+use crate::interrupt::StopSignal;
+use crate::journey::JourneyContext;
+use crate::load::{self, LoadPlan};
+use crate::progress::Progress;
+use crate::recorder::Recorder;
+use crate::timeline::{self, AdminApi};
+use crate::workload::{self, Document};
+use anyhow::Context;
+use gpu_executor::PageExecutor;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use run_report::{EnvironmentFacts, RunData, VariantRun};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Options from the command line.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub out_dir: PathBuf,
+    pub quiet: bool,
+    /// Run only this variant.
+    pub variant: Option<String>,
+}
+
+/// A finished run.
+pub struct RunOutcome {
+    pub run: RunData,
+    pub analysis: run_report::Analysis,
+    pub report_dir: PathBuf,
+    pub files: Vec<PathBuf>,
+    pub interrupted: bool,
+}
+
+/// Capacity of one pool, measured on this machine.
+#[derive(Debug, Clone, Copy)]
+pub struct Capacity {
+    pub pages_per_sec: f64,
+    pub docs_per_sec: f64,
+}
+
+pub async fn run(exp: &Experiment, opts: &RunOptions, stop: Arc<StopSignal>) -> anyhow::Result<RunOutcome> {
+    let started_at = chrono::Utc::now();
+    let executor = environment::executor(exp)?;
+    let capacity = environment::calibrate(exp, executor.as_deref())?;
+    let info = executor.as_ref().map(|e| e.info().clone());
+    let facts = EnvironmentFacts {
+        kind: exp.environment.kind().into(),
+        gpu_adapter: info.as_ref().map(|i| i.adapter.clone()).unwrap_or_else(|| "external target (unknown)".into()),
+        gpu_fallback: info.as_ref().is_some_and(|i| i.fallback),
+        gpu_fallback_reason: info.as_ref().and_then(|i| i.fallback_reason.clone()),
+        calibrated_pages_per_sec: capacity.pages_per_sec,
+        calibrated_docs_per_sec: capacity.docs_per_sec,
+        harness_version: env!("CARGO_PKG_VERSION").into(),
+        hostname: std::fs::read_to_string("/etc/hostname").unwrap_or_default().trim().to_string(),
+        cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        extra: Default::default(),
+    };
+    if !opts.quiet {
+        eprintln!(
+            "harness: {} ({}), seed {}, {} per variant; executor: {}; capacity {:.0} pages/s = {:.1} documents/s per pool",
+            exp.name,
+            if exp.quick { "quick" } else { "full" },
+            exp.seed,
+            humantime::format_duration(exp.duration),
+            facts.gpu_adapter,
+            capacity.pages_per_sec,
+            capacity.docs_per_sec
+        );
+    }
+
+    let variants: Vec<&Variant> = exp
+        .variants
+        .iter()
+        .filter(|v| opts.variant.as_ref().is_none_or(|n| n == &v.name))
+        .collect();
+    if variants.is_empty() {
+        anyhow::bail!("no variant named {:?}", opts.variant.as_deref().unwrap_or(""));
+    }
+    let mut runs = Vec::new();
+    for v in variants {
+        if stop.is_set() {
+            break;
+        }
+        let r = run_variant(exp, v, executor.clone(), capacity, stop.clone(), opts.quiet)
+            .await
+            .with_context(|| format!("variant {}", v.name))?;
+        runs.push(r);
+    }
+
+    let run_id = format!("{}-seed{}", started_at.format("%Y%m%dT%H%M%SZ"), exp.seed);
+    let run = RunData {
+        experiment: exp.name.clone(),
+        description: exp.description.clone(),
+        run_id: run_id.clone(),
+        started_at: started_at.to_rfc3339(),
+        seed: exp.seed,
+        quick: exp.quick,
+        experiment_yaml: exp.source.clone(),
+        environment: facts,
+        analysis: exp.analysis.clone(),
+        expectations: exp
+            .expectations
+            .iter()
+            .filter(|e| runs.iter().any(|r: &VariantRun| r.name == e.variant))
+            .cloned()
+            .collect(),
+        variants: runs,
+        incident_figures: exp.incident.clone(),
+    };
+    let analysis = run_report::analyse(&run);
+    let report_dir = opts.out_dir.join(&exp.name).join(&run_id);
+    let files = run_report::write_report(&report_dir, &run, &analysis)
+        .with_context(|| format!("writing the report to {}", report_dir.display()))?;
+    link_latest(&opts.out_dir.join(&exp.name), &run_id);
+    Ok(RunOutcome {
+        interrupted: stop.is_set(),
+        run,
+        analysis,
+        report_dir,
+        files,
+    })
+}
+
+/// `reports/<experiment>/latest` -> the newest run.
+fn link_latest(dir: &Path, run_id: &str) {
+    let latest = dir.join("latest");
+    let _ = std::fs::remove_file(&latest);
+    #[cfg(unix)]
+    let _ = std::os::unix::fs::symlink(run_id, &latest);
+}
+
+/// The variant's traffic: the regular population plus the oversized documents of the timeline.
+pub fn plan_documents(exp: &Experiment, capacity: Capacity) -> Vec<Document> {
+    let w = &exp.workload;
+    let mut docs = workload::schedule(exp.seed, &w.arrival, &w.pages, w.tenants, exp.duration, capacity.docs_per_sec);
+    for (i, e) in exp.timeline.iter().enumerate() {
+        if let TimelineOp::OversizedDocuments(o) = &e.op {
+            let mut rng = StdRng::seed_from_u64(exp.seed ^ (0x0B5E_55ED + i as u64));
+            for k in 0..o.count {
+                let offset = o.spread.unwrap_or_default().mul_f64(f64::from(k) / f64::from(o.count));
+                docs.push(Document {
+                    id: workload::document_id(exp.seed, 1 + i as u64, u64::from(k)),
+                    tenant: o.tenant.clone(),
+                    pages: rng.random_range(o.min_pages..=o.max_pages),
+                    planned: e.at + offset,
+                });
+            }
+        }
+    }
+    docs.sort_by_key(|d| d.planned);
+    docs
+}
+
+async fn run_variant(
+    exp: &Experiment,
+    v: &Variant,
+    executor: Option<Arc<dyn PageExecutor>>,
+    capacity: Capacity,
+    stop: Arc<StopSignal>,
+    quiet: bool,
+) -> anyhow::Result<VariantRun> {
+    let target = environment::start(exp, v, executor).await?;
+    let result = drive_variant(exp, v, &target, capacity, stop, quiet).await;
+    target.stop().await;
+    result
+}
+
+async fn drive_variant(
+    exp: &Experiment,
+    v: &Variant,
+    target: &Target,
+    capacity: Capacity,
+    stop: Arc<StopSignal>,
+    quiet: bool,
+) -> anyhow::Result<VariantRun> {
+    let http = reqwest::Client::builder()
+        .pool_idle_timeout(Duration::from_secs(5))
+        .build()
+        .context("building the HTTP client")?;
+    let base = target.base_url.clone();
+    let docs = plan_documents(exp, capacity);
+    let drain = load::drain_time(v.client.timeout, v.client.retry.max_attempts);
+    let start = Instant::now() + Duration::from_millis(300);
+    let load_end = start + exp.duration;
+    let hard_stop = load_end + drain;
+    let total_secs = (exp.duration + drain).as_secs() as usize + 2;
+    let recorder = Arc::new(Recorder::new(start, total_secs));
+    let progress = Progress::new(&v.name, exp.duration, quiet);
+
+    let baseline = crate::scrape::scrape(&http, &base)
+        .await
+        .map_err(|e| anyhow::anyhow!("the system under test at {base} does not answer /metrics: {e}"))?;
+
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let admin = target.admin_token.as_ref().map(|token| AdminApi {
+        client: http.clone(),
+        base_url: base.clone(),
+        token: token.clone(),
+    });
+    let timeline_task = tokio::spawn(timeline::run(exp.timeline.clone(), start, admin, events.clone()));
+
+    // Sampler: one row per second until the load (and its drain) is over.
+    let (done_tx, mut done_rx) = tokio::sync::watch::channel(false);
+    let sampler = {
+        let http = http.clone();
+        let base = base.clone();
+        let recorder = recorder.clone();
+        let stop = stop.clone();
+        let progress = progress.clone();
+        tokio::spawn(async move {
+            let mut prev = baseline;
+            let mut rows = Vec::new();
+            let mut failures = 0;
+            for t in 0..total_secs {
+                let at = start + Duration::from_secs(t as u64 + 1);
+                tokio::select! {
+                    _ = tokio::time::sleep_until(at) => {},
+                    _ = done_rx.wait_for(|d| *d) => {},
+                }
+                let mut row = recorder.second(t);
+                match crate::scrape::scrape(&http, &base).await {
+                    Ok(now) => {
+                        failures = 0;
+                        crate::scrape::fill_second(&mut row, &now, &prev);
+                        prev = now;
+                    }
+                    Err(e) => {
+                        failures += 1;
+                        tracing::warn!("scrape at {t}s failed: {e}");
+                        if failures >= 3 {
+                            stop.trigger(&format!("the system under test stopped answering /metrics: {e}"));
+                        }
+                    }
+                }
+                progress.second(&row);
+                rows.push(row);
+                if *done_rx.borrow() {
+                    break;
+                }
+            }
+            (rows, prev)
+        })
+    };
+
+    let ctx_stop = stop.clone();
+    let ctx_rec = recorder.clone();
+    let (retry, timeout, page, seed) = (v.client.retry.clone(), v.client.timeout, v.system.page, exp.seed);
+    let ctx_base = base.clone();
+    let plan = LoadPlan {
+        base_url: base.clone(),
+        documents: docs,
+        start,
+        load_end,
+        max_in_flight: exp.workload.max_in_flight,
+        stop: stop.clone(),
+        context: Box::new(move |client, reports| {
+            JourneyContext::new(client, &ctx_base, ctx_rec.clone(), retry.clone(), timeout, hard_stop, page, seed, reports, ctx_stop.clone())
+        }),
+    };
+    let load_result = load::drive(plan).await;
+    let _ = done_tx.send(true);
+    timeline_task.abort();
+    let (seconds, last) = sampler.await.context("sampler task")?;
+    progress.finish();
+    let load = load_result.context("driving the load with goose")?;
+
+    let (first_trigger, last_trigger) = timeline::trigger_span(&exp.timeline);
+    let oversized_tenants = exp
+        .timeline
+        .iter()
+        .filter_map(|e| match &e.op {
+            TimelineOp::OversizedDocuments(o) => Some(o.tenant.clone()),
+            _ => None,
+        })
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut totals = crate::scrape::totals(&last);
+    totals.insert("goose_requests".into(), load.goose_requests as f64);
+    totals.insert("goose_failures".into(), load.goose_failures as f64);
+    totals.insert("journeys".into(), load.journeys as f64);
+    let integrity = recorder.integrity();
+    let events = events.lock().expect("timeline log").clone();
+    Ok(VariantRun {
+        name: v.name.clone(),
+        seconds,
+        events,
+        latency: recorder.latency(),
+        tenant_latency: recorder.tenant_latency(),
+        oversized_tenants,
+        integrity,
+        last_trigger_end_s: last_trigger,
+        first_trigger_start_s: first_trigger,
+        interrupted: stop.is_set(),
+        interrupted_reason: stop.reason(),
+        late_arrivals: recorder.late_arrivals(),
+        system_totals: totals,
+    })
+}

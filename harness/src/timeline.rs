@@ -1,0 +1,134 @@
+//! `FaultTimeline`: executes faults and operator actions at their times.
+//!
+//! Commands go to the system's admin API (loopback, bearer token), so the same
+//! timeline replays against the embedded system and an external target.
+//! Entries with a duration are undone at its end. Every entry is logged with
+//! the time it actually ran and what the system answered; a failed command is
+//! reported in the run, never ignored. Oversized documents are client traffic
+//! (planned into the arrival schedule from the seed); the timeline only logs
+//! their arrival.
+
+use crate::experiment::{TimelineEntry, TimelineOp};
+use run_report::{EventKind, TimelineEvent};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use sut::AdminCommand;
+use tokio::time::Instant;
+
+/// Where admin commands go.
+#[derive(Clone)]
+pub struct AdminApi {
+    pub client: reqwest::Client,
+    pub base_url: String,
+    pub token: String,
+}
+
+impl AdminApi {
+    pub async fn send(&self, cmd: &AdminCommand) -> Result<String, String> {
+        let r = self
+            .client
+            .post(format!("{}/admin/command", self.base_url))
+            .bearer_auth(&self.token)
+            .json(cmd)
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await
+            .map_err(|e| format!("admin API unreachable: {e}"))?;
+        let status = r.status();
+        let body = r.text().await.unwrap_or_default();
+        if !status.is_success() {
+            return Err(format!("admin API answered {status}: {}", body.trim()));
+        }
+        Ok(serde_json::from_str::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| v.get("detail").and_then(|d| d.as_str()).map(String::from))
+            .unwrap_or(body))
+    }
+}
+
+/// Runs every entry at `start + at`; returns the executed events (also
+/// appended to `log` as they happen, so an interrupted run keeps them).
+pub async fn run(entries: Vec<TimelineEntry>, start: Instant, admin: Option<AdminApi>, log: Arc<Mutex<Vec<TimelineEvent>>>) {
+    // Undo steps are scheduled beside the entries.
+    let mut steps: Vec<(Duration, Step)> = Vec::new();
+    for e in entries {
+        if let (Some(d), Some(undo)) = (e.duration, e.op.revert()) {
+            steps.push((e.at + d, Step::Undo(undo, e.label.clone())));
+        }
+        steps.push((e.at, Step::Do(e)));
+    }
+    steps.sort_by_key(|(t, _)| *t);
+    for (at, step) in steps {
+        tokio::time::sleep_until(start + at).await;
+        let actual = start.elapsed().as_secs_f64();
+        let ev = match step {
+            Step::Do(e) => {
+                let kind = if e.is_fault { EventKind::Fault } else { EventKind::Action };
+                let (ok, detail) = match &e.op {
+                    TimelineOp::OversizedDocuments(o) => (
+                        true,
+                        format!("{} documents of {}-{} pages submitted by tenant {}", o.count, o.min_pages, o.max_pages, o.tenant),
+                    ),
+                    TimelineOp::Admin(cmd) => match &admin {
+                        Some(a) => match a.send(cmd).await {
+                            Ok(d) => (true, d),
+                            Err(err) => (false, err),
+                        },
+                        None => (false, "no admin API for this target".into()),
+                    },
+                };
+                if !ok {
+                    tracing::error!("timeline entry {:?} at {actual:.1}s failed: {detail}", e.label);
+                }
+                TimelineEvent {
+                    at_s: actual,
+                    end_s: e.duration.map(|d| (e.at + d).as_secs_f64()),
+                    kind,
+                    label: e.label,
+                    ok,
+                    detail,
+                }
+            }
+            Step::Undo(cmd, label) => {
+                let (ok, detail) = match &admin {
+                    Some(a) => match a.send(&cmd).await {
+                        Ok(d) => (true, d),
+                        Err(err) => (false, err),
+                    },
+                    None => (false, "no admin API for this target".into()),
+                };
+                TimelineEvent {
+                    at_s: actual,
+                    end_s: None,
+                    kind: EventKind::Action,
+                    label: format!("end: {label}"),
+                    ok,
+                    detail,
+                }
+            }
+        };
+        log.lock().expect("timeline log").push(ev);
+    }
+}
+
+enum Step {
+    Do(TimelineEntry),
+    Undo(AdminCommand, String),
+}
+
+/// First trigger start and last trigger end (seconds), for the metastability verdict.
+pub fn trigger_span(entries: &[TimelineEntry]) -> (Option<f64>, Option<f64>) {
+    let triggers: Vec<&TimelineEntry> = entries.iter().filter(|e| e.trigger).collect();
+    let first = triggers.iter().map(|e| e.at.as_secs_f64()).reduce(f64::min);
+    let last = triggers
+        .iter()
+        .map(|e| {
+            let spread = match &e.op {
+                TimelineOp::OversizedDocuments(o) => o.spread.unwrap_or_default(),
+                _ => Duration::ZERO,
+            };
+            (e.at + e.duration.unwrap_or_default() + spread).as_secs_f64()
+        })
+        .reduce(f64::max);
+    (first, last)
+}
