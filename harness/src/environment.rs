@@ -28,8 +28,14 @@ impl Target {
             let _ = tx.send(());
         }
         if let Some(h) = self.server.take() {
-            if tokio::time::timeout(sut::server::DRAIN_TIMEOUT, h).await.is_err() {
-                tracing::warn!("the embedded system did not drain within {:?}", sut::server::DRAIN_TIMEOUT);
+            if tokio::time::timeout(sut::server::DRAIN_TIMEOUT, h)
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    "the embedded system did not drain within {:?}",
+                    sut::server::DRAIN_TIMEOUT
+                );
             }
         }
     }
@@ -39,7 +45,8 @@ impl Target {
 pub fn executor(exp: &Experiment) -> anyhow::Result<Option<Arc<dyn PageExecutor>>> {
     match exp.environment {
         Environment::Embedded => {
-            let e = gpu_executor::select_executor(exp.executor_choice()).context("selecting the page executor")?;
+            let e = gpu_executor::select_executor(exp.executor_choice())
+                .context("selecting the page executor")?;
             let info = e.info();
             if info.fallback {
                 eprintln!(
@@ -54,7 +61,10 @@ pub fn executor(exp: &Experiment) -> anyhow::Result<Option<Arc<dyn PageExecutor>
 }
 
 /// Measures one pool's page throughput here, so `capacity`-relative rates mean the same on any machine.
-pub fn calibrate(exp: &Experiment, executor: Option<&dyn PageExecutor>) -> anyhow::Result<Capacity> {
+pub fn calibrate(
+    exp: &Experiment,
+    executor: Option<&dyn PageExecutor>,
+) -> anyhow::Result<Capacity> {
     let uses_capacity = |r: &Rate| matches!(r, Rate::Capacity(_));
     let relative = match &exp.workload.arrival {
         Arrival::Constant(r) => uses_capacity(r),
@@ -65,10 +75,14 @@ pub fn calibrate(exp: &Experiment, executor: Option<&dyn PageExecutor>) -> anyho
         if relative {
             anyhow::bail!("arrival rates relative to capacity need the embedded environment; give `rate:` in documents/s for an external target");
         }
-        return Ok(Capacity { pages_per_sec: 0.0, docs_per_sec: 0.0 });
+        return Ok(Capacity {
+            pages_per_sec: 0.0,
+            docs_per_sec: 0.0,
+        });
     };
     let sys = &exp.variants[0].system;
-    let c = gpu_executor::calibrate(executor, &sys.gpu, sys.page.words, sys.page.rounds).context("calibrating the page executor")?;
+    let c = gpu_executor::calibrate(executor, &sys.gpu, sys.page.words, sys.page.rounds)
+        .context("calibrating the page executor")?;
     Ok(Capacity {
         pages_per_sec: c.pages_per_sec,
         docs_per_sec: c.pages_per_sec / exp.mean_pages().max(1e-9),
@@ -76,11 +90,17 @@ pub fn calibrate(exp: &Experiment, executor: Option<&dyn PageExecutor>) -> anyho
 }
 
 /// Starts the variant's system under test (embedded) or points at the external one.
-pub async fn start(exp: &Experiment, v: &Variant, executor: Option<Arc<dyn PageExecutor>>) -> anyhow::Result<Target> {
+pub async fn start(
+    exp: &Experiment,
+    v: &Variant,
+    executor: Option<Arc<dyn PageExecutor>>,
+) -> anyhow::Result<Target> {
     match (&exp.environment, executor) {
         (Environment::Embedded, Some(executor)) => {
             let system = System::start_with_executor(v.system.clone(), executor);
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.context("binding a loopback port")?;
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .context("binding a loopback port")?;
             let addr = listener.local_addr()?;
             let (tx, rx) = tokio::sync::oneshot::channel::<()>();
             let server = tokio::spawn(sut::server::run(listener, system, async {
@@ -99,6 +119,8 @@ pub async fn start(exp: &Experiment, v: &Variant, executor: Option<Arc<dyn PageE
             shutdown: None,
             server: None,
         }),
-        (Environment::Embedded, None) => anyhow::bail!("embedded environment without a page executor"),
+        (Environment::Embedded, None) => {
+            anyhow::bail!("embedded environment without a page executor")
+        }
     }
 }

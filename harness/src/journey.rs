@@ -110,7 +110,8 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) {
     if !policy.admit_request(std::time::Instant::now(), &mut rng) {
         // Adaptive throttling refused it locally: a failed attempt that never left.
         ctx.recorder.attempt_sent(doc.id);
-        ctx.recorder.attempt_done(AttemptOutcome::Rejected, Duration::ZERO);
+        ctx.recorder
+            .attempt_done(AttemptOutcome::Rejected, Duration::ZERO);
         ctx.recorder.given_up();
         return;
     }
@@ -122,7 +123,11 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) {
         let latency = measured_from.elapsed();
         let (kind, failure, status) = match outcome {
             (Attempt::Ok(resp), status) => {
-                let _ = ctx.reports.send(AttemptReport { latency, success: true, status });
+                let _ = ctx.reports.send(AttemptReport {
+                    latency,
+                    success: true,
+                    status,
+                });
                 ctx.recorder.attempt_done(AttemptOutcome::Ok, latency);
                 verify(ctx, doc, &resp).await;
                 policy.on_success(std::time::Instant::now());
@@ -131,7 +136,11 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) {
             }
             (Attempt::Failed(kind, failure), status) => (kind, failure, status),
         };
-        let _ = ctx.reports.send(AttemptReport { latency, success: false, status });
+        let _ = ctx.reports.send(AttemptReport {
+            latency,
+            success: false,
+            status,
+        });
         ctx.recorder.attempt_done(kind, latency);
         match policy.on_failure(attempt, failure, std::time::Instant::now(), &mut rng) {
             Decision::Retry { after } => {
@@ -167,15 +176,26 @@ async fn send(ctx: &JourneyContext, doc: &Document) -> (Attempt, Option<u16>) {
         .await;
     let resp = match resp {
         Ok(r) => r,
-        Err(e) if e.is_timeout() => return (Attempt::Failed(AttemptOutcome::Timeout, Failure::Timeout), None),
+        Err(e) if e.is_timeout() => {
+            return (
+                Attempt::Failed(AttemptOutcome::Timeout, Failure::Timeout),
+                None,
+            )
+        }
         Err(_) => return (Attempt::Failed(AttemptOutcome::Error, Failure::Error), None),
     };
     let status = resp.status().as_u16();
     match status {
         200 => match resp.json::<ExtractResponse>().await {
             Ok(r) => (Attempt::Ok(r), Some(status)),
-            Err(e) if e.is_timeout() => (Attempt::Failed(AttemptOutcome::Timeout, Failure::Timeout), Some(status)),
-            Err(_) => (Attempt::Failed(AttemptOutcome::Error, Failure::Error), Some(status)),
+            Err(e) if e.is_timeout() => (
+                Attempt::Failed(AttemptOutcome::Timeout, Failure::Timeout),
+                Some(status),
+            ),
+            Err(_) => (
+                Attempt::Failed(AttemptOutcome::Error, Failure::Error),
+                Some(status),
+            ),
         },
         503 => {
             let h = resp.headers();
@@ -191,21 +211,33 @@ async fn send(ctx: &JourneyContext, doc: &Document) -> (Attempt, Option<u16>) {
                 .map(Duration::from_secs);
             let retry_after = ms.or(secs);
             (
-                Attempt::Failed(AttemptOutcome::Rejected, Failure::Overloaded { retry_after }),
+                Attempt::Failed(
+                    AttemptOutcome::Rejected,
+                    Failure::Overloaded { retry_after },
+                ),
                 Some(status),
             )
         }
-        504 => (Attempt::Failed(AttemptOutcome::Timeout, Failure::Timeout), Some(status)),
-        _ => (Attempt::Failed(AttemptOutcome::Error, Failure::Error), Some(status)),
+        504 => (
+            Attempt::Failed(AttemptOutcome::Timeout, Failure::Timeout),
+            Some(status),
+        ),
+        _ => (
+            Attempt::Failed(AttemptOutcome::Error, Failure::Error),
+            Some(status),
+        ),
     }
 }
 
 /// Checks a returned result against the reference page function.
 async fn verify(ctx: &JourneyContext, doc: &Document, resp: &ExtractResponse) {
     let (id, pages, words, rounds) = (doc.id, doc.pages, ctx.page.words, ctx.page.rounds);
-    let expected = tokio::task::spawn_blocking(move || gpu_executor::reference_document(id, pages, words, rounds))
-        .await
-        .unwrap_or(!resp.digest);
+    let expected = tokio::task::spawn_blocking(move || {
+        gpu_executor::reference_document(id, pages, words, rounds)
+    })
+    .await
+    .unwrap_or(!resp.digest);
     let correct = resp.document == doc.id && resp.pages == doc.pages && resp.digest == expected;
-    ctx.recorder.result_checked(doc.id, correct, resp.digest, expected);
+    ctx.recorder
+        .result_checked(doc.id, correct, resp.digest, expected);
 }

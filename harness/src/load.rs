@@ -14,11 +14,11 @@
 //! every journey (each bounded by `hard_stop`) before returning: no request
 //! of this variant reaches the system after `drive` returns.
 
+use crate::interrupt::StopSignal;
 use crate::journey::{self, AttemptReport, JourneyContext};
 use crate::workload::Document;
 use goose::config::GooseConfiguration;
 use goose::prelude::*;
-use crate::interrupt::StopSignal;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -38,7 +38,11 @@ pub struct LoadPlan {
     /// Set when the run must stop early (Ctrl-C, dead system under test).
     pub stop: Arc<StopSignal>,
     /// Builds the journey context from goose's HTTP client.
-    pub context: Box<dyn Fn(reqwest::Client, mpsc::UnboundedSender<AttemptReport>) -> JourneyContext + Send + Sync>,
+    pub context: Box<
+        dyn Fn(reqwest::Client, mpsc::UnboundedSender<AttemptReport>) -> JourneyContext
+            + Send
+            + Sync,
+    >,
 }
 
 /// What goose counted, as a cross-check of the harness's own recorder.
@@ -79,7 +83,6 @@ pub async fn drive(plan: LoadPlan) -> anyhow::Result<LoadOutcome> {
     config.no_print_metrics = true;
     config.no_error_summary = true;
     config.no_telnet = true;
-    config.no_websocket = true;
     let metrics = GooseAttack::initialize_with_config(config)
         .map_err(|e| anyhow::anyhow!("goose: {e:?}"))?
         .register_scenario(scenario!("Documents").register_transaction(transaction))
@@ -147,7 +150,14 @@ async fn scheduler(user: &mut GooseUser, plan: LoadPlan) -> Result<u64, Box<Tran
 async fn record(user: &mut GooseUser, r: AttemptReport) {
     let error = (!r.success).then_some("not served");
     let _ = user
-        .record_custom_request_duration("POST", "/v1/extract", r.latency, r.success, r.status, error)
+        .record_custom_request_duration(
+            "POST",
+            "/v1/extract",
+            r.latency,
+            r.success,
+            r.status,
+            error,
+        )
         .await;
 }
 
@@ -156,4 +166,3 @@ pub fn drain_time(client_timeout: Duration, max_attempts: u32) -> Duration {
     let worst = client_timeout * max_attempts.min(4);
     worst.clamp(Duration::from_secs(2), Duration::from_secs(15))
 }
-

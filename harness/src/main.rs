@@ -62,7 +62,10 @@ enum Command {
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn,goose=error".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "warn,goose=error".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
@@ -116,7 +119,10 @@ fn run(path: PathBuf, args: RunArgs) -> ExitCode {
     }
     let stop = Arc::new(StopSignal::default());
     install_ctrl_c(stop.clone());
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: starting the async runtime: {e}");
@@ -138,10 +144,16 @@ fn run(path: PathBuf, args: RunArgs) -> ExitCode {
     };
     print_summary(&outcome, args.quiet);
     if args.json {
-        println!("{}", run_report::summary_json(&outcome.run, &outcome.analysis));
+        println!(
+            "{}",
+            run_report::summary_json(&outcome.run, &outcome.analysis)
+        );
     }
     if outcome.interrupted {
-        eprintln!("interrupted: {}; the report holds what was measured", stop.reason().unwrap_or_default());
+        eprintln!(
+            "interrupted: {}; the report holds what was measured",
+            stop.reason().unwrap_or_default()
+        );
         return ExitCode::from(130);
     }
     if outcome.analysis.all_passed {
@@ -177,7 +189,9 @@ fn print_summary(o: &runner::RunOutcome, quiet: bool) {
                 e.spec.variant,
                 e.spec.metric,
                 e.spec.source,
-                e.measured.map(|x| format!("{x:.3}")).unwrap_or_else(|| "n/a".into())
+                e.measured
+                    .map(|x| format!("{x:.3}"))
+                    .unwrap_or_else(|| "n/a".into())
             );
         }
     }

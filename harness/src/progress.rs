@@ -28,7 +28,11 @@ impl Progress {
     pub fn second(&self, s: &Second) {
         if let Some(b) = &self.bar {
             let done = s.ok + s.rejected + s.timeouts + s.errors;
-            let fail = if done == 0 { 0.0 } else { (done - s.ok) as f64 / done as f64 };
+            let fail = if done == 0 {
+                0.0
+            } else {
+                (done - s.ok) as f64 / done as f64
+            };
             b.set_position(u64::from(s.t) + 1);
             b.set_message(format!(
                 "{:>5} attempts/s  {:>4} docs/s  failure {:>5.1}%  slots {:>3}/{:<3} in flight {}",

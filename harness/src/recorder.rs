@@ -103,7 +103,8 @@ impl Recorder {
 
     fn with_bucket<R>(&self, at: Instant, f: impl FnOnce(&mut Bucket, &mut State) -> R) -> R {
         let mut st = self.state.lock().expect("recorder lock");
-        let i = (at.saturating_duration_since(self.start).as_secs() as usize).min(st.buckets.len() - 1);
+        let i =
+            (at.saturating_duration_since(self.start).as_secs() as usize).min(st.buckets.len() - 1);
         let mut b = std::mem::take(&mut st.buckets[i]);
         let r = f(&mut b, &mut st);
         st.buckets[i] = b;
@@ -153,9 +154,9 @@ impl Recorder {
         if !correct {
             st.integrity.incorrect_results += 1;
             if st.integrity.incorrect_examples.len() < 10 {
-                st.integrity
-                    .incorrect_examples
-                    .push(format!("document {doc}: got digest {got:#x}, reference {expected:#x}"));
+                st.integrity.incorrect_examples.push(format!(
+                    "document {doc}: got digest {got:#x}, reference {expected:#x}"
+                ));
             }
         }
     }
@@ -165,7 +166,10 @@ impl Recorder {
             b.completed += 1;
             st.integrity.completed += 1;
             st.in_flight -= 1;
-            let h = st.tenants.entry(tenant.to_string()).or_insert_with(histogram);
+            let h = st
+                .tenants
+                .entry(tenant.to_string())
+                .or_insert_with(histogram);
             let _ = h.record((end_to_end.as_micros() as u64).max(1));
         });
     }
@@ -194,7 +198,10 @@ impl Recorder {
         let mut st = self.state.lock().expect("recorder lock");
         let in_flight = st.in_flight;
         let Some(b) = st.buckets.get_mut(t) else {
-            return run_report::Second { t: t as u32, ..Default::default() };
+            return run_report::Second {
+                t: t as u32,
+                ..Default::default()
+            };
         };
         let distinct = match b.distinct_count {
             Some(c) => c + b.distinct.len() as u64,
@@ -233,7 +240,10 @@ impl Recorder {
 
     pub fn tenant_latency(&self) -> BTreeMap<String, LatencySummary> {
         let st = self.state.lock().expect("recorder lock");
-        st.tenants.iter().map(|(k, h)| (k.clone(), summary(h))).collect()
+        st.tenants
+            .iter()
+            .map(|(k, h)| (k.clone(), summary(h)))
+            .collect()
     }
 
     pub fn integrity(&self) -> Integrity {
@@ -263,11 +273,30 @@ mod tests {
         r.completed("t1", Duration::from_millis(1200));
         let s0 = r.second(0);
         let s1 = r.second(1);
-        assert_eq!((s0.arrivals, s0.attempts, s0.rejected, s0.distinct_documents), (1, 1, 1, 1));
-        assert_eq!((s1.attempts, s1.ok, s1.distinct_documents, s1.documents_completed), (2, 1, 1, 1));
+        assert_eq!(
+            (s0.arrivals, s0.attempts, s0.rejected, s0.distinct_documents),
+            (1, 1, 1, 1)
+        );
+        assert_eq!(
+            (
+                s1.attempts,
+                s1.ok,
+                s1.distinct_documents,
+                s1.documents_completed
+            ),
+            (2, 1, 1, 1)
+        );
         let i = r.integrity();
         assert!(i.accounted());
-        assert_eq!((i.submitted, i.completed, i.results_checked, i.incorrect_results), (1, 1, 1, 0));
+        assert_eq!(
+            (
+                i.submitted,
+                i.completed,
+                i.results_checked,
+                i.incorrect_results
+            ),
+            (1, 1, 1, 0)
+        );
         assert_eq!(r.in_flight(), 0);
     }
 

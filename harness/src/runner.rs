@@ -50,21 +50,33 @@ pub struct Capacity {
     pub docs_per_sec: f64,
 }
 
-pub async fn run(exp: &Experiment, opts: &RunOptions, stop: Arc<StopSignal>) -> anyhow::Result<RunOutcome> {
+pub async fn run(
+    exp: &Experiment,
+    opts: &RunOptions,
+    stop: Arc<StopSignal>,
+) -> anyhow::Result<RunOutcome> {
     let started_at = chrono::Utc::now();
     let executor = environment::executor(exp)?;
     let capacity = environment::calibrate(exp, executor.as_deref())?;
     let info = executor.as_ref().map(|e| e.info().clone());
     let facts = EnvironmentFacts {
         kind: exp.environment.kind().into(),
-        gpu_adapter: info.as_ref().map(|i| i.adapter.clone()).unwrap_or_else(|| "external target (unknown)".into()),
+        gpu_adapter: info
+            .as_ref()
+            .map(|i| i.adapter.clone())
+            .unwrap_or_else(|| "external target (unknown)".into()),
         gpu_fallback: info.as_ref().is_some_and(|i| i.fallback),
         gpu_fallback_reason: info.as_ref().and_then(|i| i.fallback_reason.clone()),
         calibrated_pages_per_sec: capacity.pages_per_sec,
         calibrated_docs_per_sec: capacity.docs_per_sec,
         harness_version: env!("CARGO_PKG_VERSION").into(),
-        hostname: std::fs::read_to_string("/etc/hostname").unwrap_or_default().trim().to_string(),
-        cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        hostname: std::fs::read_to_string("/etc/hostname")
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
         extra: Default::default(),
     };
     if !opts.quiet {
@@ -86,7 +98,10 @@ pub async fn run(exp: &Experiment, opts: &RunOptions, stop: Arc<StopSignal>) -> 
         .filter(|v| opts.variant.as_ref().is_none_or(|n| n == &v.name))
         .collect();
     if variants.is_empty() {
-        anyhow::bail!("no variant named {:?}", opts.variant.as_deref().unwrap_or(""));
+        anyhow::bail!(
+            "no variant named {:?}",
+            opts.variant.as_deref().unwrap_or("")
+        );
     }
     let mut runs = Vec::new();
     for v in variants {
@@ -144,12 +159,22 @@ fn link_latest(dir: &Path, run_id: &str) {
 /// The variant's traffic: the regular population plus the oversized documents of the timeline.
 pub fn plan_documents(exp: &Experiment, capacity: Capacity) -> Vec<Document> {
     let w = &exp.workload;
-    let mut docs = workload::schedule(exp.seed, &w.arrival, &w.pages, w.tenants, exp.duration, capacity.docs_per_sec);
+    let mut docs = workload::schedule(
+        exp.seed,
+        &w.arrival,
+        &w.pages,
+        w.tenants,
+        exp.duration,
+        capacity.docs_per_sec,
+    );
     for (i, e) in exp.timeline.iter().enumerate() {
         if let TimelineOp::OversizedDocuments(o) = &e.op {
             let mut rng = StdRng::seed_from_u64(exp.seed ^ (0x0B5E_55ED + i as u64));
             for k in 0..o.count {
-                let offset = o.spread.unwrap_or_default().mul_f64(f64::from(k) / f64::from(o.count));
+                let offset = o
+                    .spread
+                    .unwrap_or_default()
+                    .mul_f64(f64::from(k) / f64::from(o.count));
                 docs.push(Document {
                     id: workload::document_id(exp.seed, 1 + i as u64, u64::from(k)),
                     tenant: o.tenant.clone(),
@@ -199,9 +224,9 @@ async fn drive_variant(
     let recorder = Arc::new(Recorder::new(start, total_secs));
     let progress = Progress::new(&v.name, exp.duration, quiet);
 
-    let baseline = crate::scrape::scrape(&http, &base)
-        .await
-        .map_err(|e| anyhow::anyhow!("the system under test at {base} does not answer /metrics: {e}"))?;
+    let baseline = crate::scrape::scrape(&http, &base).await.map_err(|e| {
+        anyhow::anyhow!("the system under test at {base} does not answer /metrics: {e}")
+    })?;
 
     let events = Arc::new(Mutex::new(Vec::new()));
     let admin = target.admin_token.as_ref().map(|token| AdminApi {
@@ -209,7 +234,12 @@ async fn drive_variant(
         base_url: base.clone(),
         token: token.clone(),
     });
-    let timeline_task = tokio::spawn(timeline::run(exp.timeline.clone(), start, admin, events.clone()));
+    let timeline_task = tokio::spawn(timeline::run(
+        exp.timeline.clone(),
+        start,
+        admin,
+        events.clone(),
+    ));
 
     // Sampler: one row per second until the load (and its drain) is over.
     let (done_tx, mut done_rx) = tokio::sync::watch::channel(false);
@@ -240,7 +270,9 @@ async fn drive_variant(
                         failures += 1;
                         tracing::warn!("scrape at {t}s failed: {e}");
                         if failures >= 3 {
-                            stop.trigger(&format!("the system under test stopped answering /metrics: {e}"));
+                            stop.trigger(&format!(
+                                "the system under test stopped answering /metrics: {e}"
+                            ));
                         }
                     }
                 }
@@ -256,7 +288,12 @@ async fn drive_variant(
 
     let ctx_stop = stop.clone();
     let ctx_rec = recorder.clone();
-    let (retry, timeout, page, seed) = (v.client.retry.clone(), v.client.timeout, v.system.page, exp.seed);
+    let (retry, timeout, page, seed) = (
+        v.client.retry.clone(),
+        v.client.timeout,
+        v.system.page,
+        exp.seed,
+    );
     let ctx_base = base.clone();
     let plan = LoadPlan {
         base_url: base.clone(),
@@ -266,7 +303,18 @@ async fn drive_variant(
         max_in_flight: exp.workload.max_in_flight,
         stop: stop.clone(),
         context: Box::new(move |client, reports| {
-            JourneyContext::new(client, &ctx_base, ctx_rec.clone(), retry.clone(), timeout, hard_stop, page, seed, reports, ctx_stop.clone())
+            JourneyContext::new(
+                client,
+                &ctx_base,
+                ctx_rec.clone(),
+                retry.clone(),
+                timeout,
+                hard_stop,
+                page,
+                seed,
+                reports,
+                ctx_stop.clone(),
+            )
         }),
     };
     let load_result = load::drive(plan).await;

@@ -27,7 +27,9 @@ pub fn parse(text: &str) -> Scrape {
             Some(x) => x,
             None => continue,
         };
-        let Ok(value) = value.parse::<f64>() else { continue };
+        let Ok(value) = value.parse::<f64>() else {
+            continue;
+        };
         let (name, labels) = match head.split_once('{') {
             Some((n, rest)) => (n.to_string(), parse_labels(rest.trim_end_matches('}'))),
             None => (head.to_string(), BTreeMap::new()),
@@ -69,7 +71,12 @@ impl Scrape {
     pub fn sum(&self, name: &str, filter: &[(&str, &str)]) -> f64 {
         self.samples
             .iter()
-            .filter(|(n, l, _)| n == name && filter.iter().all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v)))
+            .filter(|(n, l, _)| {
+                n == name
+                    && filter
+                        .iter()
+                        .all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v))
+            })
             .map(|(_, _, v)| v)
             .sum()
     }
@@ -95,7 +102,9 @@ impl Scrape {
 }
 
 fn delta(now: &Scrape, prev: &Scrape, name: &str, filter: &[(&str, &str)]) -> u64 {
-    (now.sum(name, filter) - prev.sum(name, filter)).max(0.0).round() as u64
+    (now.sum(name, filter) - prev.sum(name, filter))
+        .max(0.0)
+        .round() as u64
 }
 
 /// Fills the system-side fields of a second from two consecutive scrapes.
@@ -112,8 +121,17 @@ pub fn fill_second(s: &mut Second, now: &Scrape, prev: &Scrape) {
     s.cache_write_errors = delta(now, prev, "sut_cache_write_errors_total", &[]);
     s.pages_computed = delta(now, prev, "sut_gpu_pages_computed_total", &[]);
     s.pages_recomputed = delta(now, prev, "sut_gpu_pages_recomputed_total", &[]);
-    s.rejected_early = delta(now, prev, "sut_pool_rejected_total", &[("reason", "duplicate_in_progress")])
-        + delta(now, prev, "sut_pool_rejected_total", &[("reason", "recently_failed")]);
+    s.rejected_early = delta(
+        now,
+        prev,
+        "sut_pool_rejected_total",
+        &[("reason", "duplicate_in_progress")],
+    ) + delta(
+        now,
+        prev,
+        "sut_pool_rejected_total",
+        &[("reason", "recently_failed")],
+    );
     let zones = now.zones();
     if zones.len() > 1 {
         for z in zones {
@@ -126,7 +144,8 @@ pub fn fill_second(s: &mut Second, now: &Scrape, prev: &Scrape) {
                     requests,
                     failures: requests.saturating_sub(ok),
                     slots_busy: now.sum("sut_pool_slots_busy", f),
-                    queue_depth: now.sum("sut_pool_queue_depth", f) + now.sum("sut_gpu_queued_pages", f),
+                    queue_depth: now.sum("sut_pool_queue_depth", f)
+                        + now.sum("sut_gpu_queued_pages", f),
                     zombie_work: delta(now, prev, "sut_pool_zombie_work_total", f),
                 },
             );
@@ -184,9 +203,15 @@ mod tests {
              sut_pool_rejected_total{zone=\"b\",reason=\"queue_full\"} 4\nsut_pool_slots{zone=\"a\"} 16\n\
              sut_executor_info{adapter=\"llvmpipe (LLVM \\\"15\\\")\",fallback=\"false\"} 1\n",
         );
-        assert_eq!(s.sum("sut_pool_rejected_total", &[("reason", "queue_full")]), 7.0);
+        assert_eq!(
+            s.sum("sut_pool_rejected_total", &[("reason", "queue_full")]),
+            7.0
+        );
         assert_eq!(s.sum("sut_pool_rejected_total", &[("zone", "b")]), 4.0);
-        assert_eq!(s.label("sut_executor_info", "adapter").unwrap(), "llvmpipe (LLVM \"15\")");
+        assert_eq!(
+            s.label("sut_executor_info", "adapter").unwrap(),
+            "llvmpipe (LLVM \"15\")"
+        );
         assert_eq!(s.zones(), vec!["a"]);
     }
 

@@ -48,7 +48,12 @@ impl AdminApi {
 
 /// Runs every entry at `start + at`; returns the executed events (also
 /// appended to `log` as they happen, so an interrupted run keeps them).
-pub async fn run(entries: Vec<TimelineEntry>, start: Instant, admin: Option<AdminApi>, log: Arc<Mutex<Vec<TimelineEvent>>>) {
+pub async fn run(
+    entries: Vec<TimelineEntry>,
+    start: Instant,
+    admin: Option<AdminApi>,
+    log: Arc<Mutex<Vec<TimelineEvent>>>,
+) {
     // Undo steps are scheduled beside the entries.
     let mut steps: Vec<(Duration, Step)> = Vec::new();
     for e in entries {
@@ -63,11 +68,18 @@ pub async fn run(entries: Vec<TimelineEntry>, start: Instant, admin: Option<Admi
         let actual = start.elapsed().as_secs_f64();
         let ev = match step {
             Step::Do(e) => {
-                let kind = if e.is_fault { EventKind::Fault } else { EventKind::Action };
+                let kind = if e.is_fault {
+                    EventKind::Fault
+                } else {
+                    EventKind::Action
+                };
                 let (ok, detail) = match &e.op {
                     TimelineOp::OversizedDocuments(o) => (
                         true,
-                        format!("{} documents of {}-{} pages submitted by tenant {}", o.count, o.min_pages, o.max_pages, o.tenant),
+                        format!(
+                            "{} documents of {}-{} pages submitted by tenant {}",
+                            o.count, o.min_pages, o.max_pages, o.tenant
+                        ),
                     ),
                     TimelineOp::Admin(cmd) => match &admin {
                         Some(a) => match a.send(cmd).await {
@@ -78,7 +90,10 @@ pub async fn run(entries: Vec<TimelineEntry>, start: Instant, admin: Option<Admi
                     },
                 };
                 if !ok {
-                    tracing::error!("timeline entry {:?} at {actual:.1}s failed: {detail}", e.label);
+                    tracing::error!(
+                        "timeline entry {:?} at {actual:.1}s failed: {detail}",
+                        e.label
+                    );
                 }
                 TimelineEvent {
                     at_s: actual,

@@ -24,7 +24,9 @@ pub struct Document {
 
 /// Mixes the run seed and an index into a document id (splitmix64).
 pub fn document_id(seed: u64, stream: u64, index: u64) -> u64 {
-    let mut z = seed ^ stream.wrapping_mul(0xA24B_AED4_963E_E407) ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut z = seed
+        ^ stream.wrapping_mul(0xA24B_AED4_963E_E407)
+        ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     // Keep ids below 2^62: filler cache keys live above 2^63.
@@ -51,7 +53,10 @@ pub fn sample_pages(dist: &PageDistribution, rng: &mut impl Rng) -> u32 {
 pub fn mean_pages(dist: &PageDistribution) -> f64 {
     let mut rng = StdRng::seed_from_u64(0x5EED);
     let n = 20_000;
-    (0..n).map(|_| f64::from(sample_pages(dist, &mut rng))).sum::<f64>() / f64::from(n)
+    (0..n)
+        .map(|_| f64::from(sample_pages(dist, &mut rng)))
+        .sum::<f64>()
+        / f64::from(n)
 }
 
 /// The regular traffic of one variant: every document with its planned time.
@@ -104,7 +109,11 @@ mod tests {
     #[test]
     fn same_seed_same_schedule() {
         let a = Arrival::Constant(Rate::PerSec(50.0));
-        let p = PageDistribution::Lognormal { median: 4.0, sigma: 1.0, max: 200 };
+        let p = PageDistribution::Lognormal {
+            median: 4.0,
+            sigma: 1.0,
+            max: 200,
+        };
         let s1 = schedule(7, &a, &p, 8, Duration::from_secs(10), 0.0);
         let s2 = schedule(7, &a, &p, 8, Duration::from_secs(10), 0.0);
         let s3 = schedule(8, &a, &p, 8, Duration::from_secs(10), 0.0);
@@ -115,7 +124,14 @@ mod tests {
     #[test]
     fn poisson_count_matches_rate() {
         let a = Arrival::Constant(Rate::Capacity(0.5));
-        let s = schedule(1, &a, &PageDistribution::Fixed(1), 1, Duration::from_secs(100), 200.0);
+        let s = schedule(
+            1,
+            &a,
+            &PageDistribution::Fixed(1),
+            1,
+            Duration::from_secs(100),
+            200.0,
+        );
         // Expect 10,000; a Poisson count's sd is 100, so 5 sd is 500.
         assert!((s.len() as i64 - 10_000).abs() < 500, "{}", s.len());
         assert!(s.windows(2).all(|w| w[0].planned <= w[1].planned));
@@ -123,7 +139,11 @@ mod tests {
 
     #[test]
     fn lognormal_median_and_clamp() {
-        let p = PageDistribution::Lognormal { median: 4.0, sigma: 1.0, max: 50 };
+        let p = PageDistribution::Lognormal {
+            median: 4.0,
+            sigma: 1.0,
+            max: 50,
+        };
         let mut rng = StdRng::seed_from_u64(3);
         let mut v: Vec<u32> = (0..10_001).map(|_| sample_pages(&p, &mut rng)).collect();
         v.sort_unstable();
@@ -136,7 +156,8 @@ mod tests {
 
     #[test]
     fn ids_are_distinct_and_below_filler_space() {
-        let ids: std::collections::HashSet<u64> = (0..100_000).map(|i| document_id(42, 0, i)).collect();
+        let ids: std::collections::HashSet<u64> =
+            (0..100_000).map(|i| document_id(42, 0, i)).collect();
         assert_eq!(ids.len(), 100_000);
         assert!(ids.iter().all(|&i| i < 1 << 62));
     }

@@ -15,11 +15,15 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum AdminCommand {
     /// Fill the result cache with `entries` filler entries (stale data), up to its limit.
-    CacheFill { entries: u64 },
+    CacheFill {
+        entries: u64,
+    },
     /// Fill the result cache to its storage limit.
     CacheFillToLimit,
     /// Change what the cache does at its limit.
-    CacheOnFull { on_full: OnFull },
+    CacheOnFull {
+        on_full: OnFull,
+    },
     /// Set a zone's worker slots (all zones when `zone` is absent).
     SetSlots {
         #[serde(default)]
@@ -39,14 +43,25 @@ pub enum AdminCommand {
         factor: f64,
     },
     /// Set the gateway's internal attempts (1 = no internal retries).
-    SetGatewayAttempts { attempts: u32 },
+    SetGatewayAttempts {
+        attempts: u32,
+    },
     /// A zone fails this share of requests at once (seed 003 trigger).
-    ZoneFail { zone: String, ratio: f64 },
+    ZoneFail {
+        zone: String,
+        ratio: f64,
+    },
     /// The zone stops failing.
-    ZoneRecover { zone: String },
+    ZoneRecover {
+        zone: String,
+    },
     /// Stop new allocations to a zone (requests routed there are refused).
-    StopAllocations { zone: String },
-    ResumeAllocations { zone: String },
+    StopAllocations {
+        zone: String,
+    },
+    ResumeAllocations {
+        zone: String,
+    },
     /// Throttle a zone to `per_sec` requests/s; absent lifts the throttle.
     Throttle {
         zone: String,

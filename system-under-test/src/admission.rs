@@ -56,7 +56,11 @@ impl Drop for SlotPermit {
             .gate
             .hold_ewma_us
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
-                Some(if old == 0 { held } else { old - old / 16 + held / 16 })
+                Some(if old == 0 {
+                    held
+                } else {
+                    old - old / 16 + held / 16
+                })
             });
     }
 }

@@ -107,7 +107,10 @@ impl RejectReason {
 /// What a pool (or the gateway, on behalf of pools) answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
-    Ok { digest: u64, source: ResultSource },
+    Ok {
+        digest: u64,
+        source: ResultSource,
+    },
     /// 503 with advice on when to come back.
     Overloaded {
         retry_after: Duration,

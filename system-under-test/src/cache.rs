@@ -122,8 +122,18 @@ impl MemoryCache {
 #[async_trait]
 impl ResultCache for MemoryCache {
     async fn get(&self, doc: u64) -> Option<u64> {
-        let v = self.state.lock().expect("cache lock").map.get(&doc).copied();
-        let c = if v.is_some() { &self.hits } else { &self.misses };
+        let v = self
+            .state
+            .lock()
+            .expect("cache lock")
+            .map
+            .get(&doc)
+            .copied();
+        let c = if v.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
         c.fetch_add(1, Ordering::Relaxed);
         v
     }

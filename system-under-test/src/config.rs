@@ -285,8 +285,15 @@ impl SystemConfig {
         }
         let mut seen = std::collections::BTreeSet::new();
         for z in &self.zones {
-            if z.is_empty() || !z.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-                return Err(bad("zones", format!("zone name {z:?} must be non-empty ASCII letters, digits, '-' or '_'")));
+            if z.is_empty()
+                || !z
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                return Err(bad(
+                    "zones",
+                    format!("zone name {z:?} must be non-empty ASCII letters, digits, '-' or '_'"),
+                ));
             }
             if !seen.insert(z) {
                 return Err(bad("zones", format!("zone {z:?} listed twice")));
@@ -301,7 +308,10 @@ impl SystemConfig {
         }
         if let RetryAfterMode::Estimated { jitter, min, max } = &p.retry_after {
             if !(0.0..1.0).contains(jitter) {
-                return Err(bad("pool.retry_after.estimated.jitter", "must be in [0, 1)"));
+                return Err(bad(
+                    "pool.retry_after.estimated.jitter",
+                    "must be in [0, 1)",
+                ));
             }
             if min > max {
                 return Err(bad("pool.retry_after.estimated.min", "must be <= max"));

@@ -67,13 +67,19 @@ impl FailureCache {
         let now = Instant::now();
         let mut st = self.state.lock().expect("failure cache lock");
         Self::purge(&mut st, now);
-        st.expiry.get(&doc).map(|until| until.saturating_duration_since(now))
+        st.expiry
+            .get(&doc)
+            .map(|until| until.saturating_duration_since(now))
     }
 
     /// Forgets `doc` (it completed after all).
     pub fn forget(&self, doc: u64) {
         if self.enabled() {
-            self.state.lock().expect("failure cache lock").expiry.remove(&doc);
+            self.state
+                .lock()
+                .expect("failure cache lock")
+                .expiry
+                .remove(&doc);
         }
     }
 

@@ -140,8 +140,12 @@ impl Gateway {
                 Reply::Deadline => Failure::Timeout,
             };
             last_failure = Some(failure);
-            let decision =
-                policy.on_failure(attempt, failure, std::time::Instant::now(), &mut rand::rng());
+            let decision = policy.on_failure(
+                attempt,
+                failure,
+                std::time::Instant::now(),
+                &mut rand::rng(),
+            );
             match decision {
                 Decision::Retry { after } => {
                     tokio::time::sleep(after).await;
@@ -162,7 +166,10 @@ impl Gateway {
     /// the gateway's own fixed value.
     fn answer(&self, reply: Reply, zone: usize) -> GatewayReply {
         let reply = match reply {
-            Reply::Overloaded { retry_after, reason } if !self.cfg.propagate_retry_after => {
+            Reply::Overloaded {
+                retry_after,
+                reason,
+            } if !self.cfg.propagate_retry_after => {
                 let _ = retry_after;
                 Reply::Overloaded {
                     retry_after: self.cfg.fallback_retry_after,
@@ -173,7 +180,11 @@ impl Gateway {
         };
         GatewayReply {
             reply,
-            zone: self.pools.get(zone).map(|p| p.zone.clone()).unwrap_or_default(),
+            zone: self
+                .pools
+                .get(zone)
+                .map(|p| p.zone.clone())
+                .unwrap_or_default(),
         }
     }
 

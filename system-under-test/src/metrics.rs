@@ -66,7 +66,12 @@ impl ReasonCounters {
         *self.0.lock().expect("reason lock").entry(r).or_default() += 1;
     }
     pub fn get(&self, r: RejectReason) -> u64 {
-        self.0.lock().expect("reason lock").get(&r).copied().unwrap_or(0)
+        self.0
+            .lock()
+            .expect("reason lock")
+            .get(&r)
+            .copied()
+            .unwrap_or(0)
     }
 }
 
@@ -116,7 +121,14 @@ pub struct Exposition {
 
 impl Exposition {
     /// Adds one sample; HELP/TYPE are written the first time a name appears.
-    pub fn sample(&mut self, name: &str, kind: &str, help: &str, labels: &[(&str, &str)], value: f64) {
+    pub fn sample(
+        &mut self,
+        name: &str,
+        kind: &str,
+        help: &str,
+        labels: &[(&str, &str)],
+        value: f64,
+    ) {
         if self.declared.insert(name.to_string()) {
             let _ = writeln!(self.out, "# HELP {name} {help}");
             let _ = writeln!(self.out, "# TYPE {name} {kind}");
@@ -128,7 +140,10 @@ impl Exposition {
                 if i > 0 {
                     self.out.push(',');
                 }
-                let v = v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
+                let v = v
+                    .replace('\\', "\\\\")
+                    .replace('"', "\\\"")
+                    .replace('\n', "\\n");
                 let _ = write!(self.out, "{k}=\"{v}\"");
             }
             self.out.push('}');

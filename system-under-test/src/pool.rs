@@ -171,7 +171,9 @@ impl Pool {
                         let ra = self.duplicate_advice(&entry);
                         return self.reject(RejectReason::DuplicateInProgress, ra);
                     }
-                    DedupMode::WaitWithoutSlot => return self.wait_without_slot(&entry, deadline).await,
+                    DedupMode::WaitWithoutSlot => {
+                        return self.wait_without_slot(&entry, deadline).await
+                    }
                     // The defect's working half: a live (not abandoned) entry is coalesced.
                     DedupMode::AbandonedDeadlineHoldsSlot if !entry.is_abandoned() => {
                         return self.wait_without_slot(&entry, deadline).await
@@ -272,7 +274,13 @@ impl Pool {
     }
 
     /// The detached compute task of one document.
-    fn spawn_compute(self: &Arc<Self>, tenant: String, doc: u64, pages: u32, entry: Arc<InflightEntry>) {
+    fn spawn_compute(
+        self: &Arc<Self>,
+        tenant: String,
+        doc: u64,
+        pages: u32,
+        entry: Arc<InflightEntry>,
+    ) {
         let pool = self.clone();
         tokio::spawn(async move {
             let outcome = pool.compute(&tenant, doc, pages).await;
@@ -287,9 +295,17 @@ impl Pool {
                     let _ = pool.cache.put(doc, digest).await;
                     pool.failures.forget(doc);
                     let per_page = entry.elapsed().as_micros() as u64 / u64::from(pages.max(1));
-                    let _ = pool.page_time_ewma_us.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
-                        Some(if old == 0 { per_page } else { old - old / 16 + per_page / 16 })
-                    });
+                    let _ = pool.page_time_ewma_us.fetch_update(
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                        |old| {
+                            Some(if old == 0 {
+                                per_page
+                            } else {
+                                old - old / 16 + per_page / 16
+                            })
+                        },
+                    );
                 }
                 WorkOutcome::Failed => {
                     pool.metrics.compute_failures.inc();

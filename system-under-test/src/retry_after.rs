@@ -84,7 +84,10 @@ mod tests {
         let mut distinct = std::collections::BTreeSet::new();
         for _ in 0..200 {
             let d = advise(&mode, s, &mut rng);
-            assert!(d >= Duration::from_millis(400) && d < Duration::from_millis(1200), "{d:?}");
+            assert!(
+                d >= Duration::from_millis(400) && d < Duration::from_millis(1200),
+                "{d:?}"
+            );
             distinct.insert(d.as_millis());
         }
         assert!(distinct.len() > 50, "jitter must spread clients out");

@@ -36,7 +36,8 @@ impl Window {
     }
 
     fn slot(&mut self, now: Instant) -> &mut (u64, u64, u64, u64) {
-        let idx = (now.duration_since(self.start).as_nanos() / self.bucket.as_nanos().max(1)) as u64;
+        let idx =
+            (now.duration_since(self.start).as_nanos() / self.bucket.as_nanos().max(1)) as u64;
         let s = &mut self.ring[(idx % BUCKETS as u64) as usize];
         if s.0 != idx {
             *s = (idx, 0, 0, 0);
@@ -45,7 +46,8 @@ impl Window {
     }
 
     fn totals(&self, now: Instant) -> (u64, u64, u64) {
-        let idx = (now.duration_since(self.start).as_nanos() / self.bucket.as_nanos().max(1)) as u64;
+        let idx =
+            (now.duration_since(self.start).as_nanos() / self.bucket.as_nanos().max(1)) as u64;
         let mut t = (0, 0, 0);
         for s in &self.ring {
             if s.0 != u64::MAX && idx.saturating_sub(s.0) < BUCKETS as u64 {
@@ -223,7 +225,13 @@ mod tests {
         assert_ne!(route.zone, 2);
         // The window forgets.
         tokio::time::sleep(Duration::from_secs(2)).await;
-        assert_eq!(r.route(d).unwrap(), Route { zone: 2, redirected: false });
+        assert_eq!(
+            r.route(d).unwrap(),
+            Route {
+                zone: 2,
+                redirected: false
+            }
+        );
     }
 
     #[tokio::test(start_paused = true)]

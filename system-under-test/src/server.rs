@@ -41,7 +41,9 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = router(system.clone()).into_make_service_with_connect_info::<SocketAddr>();
-    let r = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+    let r = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await;
     system.shutdown();
     r
 }
@@ -49,19 +51,35 @@ pub async fn run(
 async fn extract(State(sys): State<Arc<System>>, body: axum::body::Bytes) -> Response {
     let req: ExtractRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
-        Err(e) => return (StatusCode::BAD_REQUEST, format!("invalid request: {e}\n")).into_response(),
+        Err(e) => {
+            return (StatusCode::BAD_REQUEST, format!("invalid request: {e}\n")).into_response()
+        }
     };
     if req.pages == 0 || req.tenant.is_empty() {
-        return (StatusCode::BAD_REQUEST, "pages must be >= 1 and tenant non-empty\n").into_response();
+        return (
+            StatusCode::BAD_REQUEST,
+            "pages must be >= 1 and tenant non-empty\n",
+        )
+            .into_response();
     }
     let task = {
         let sys = sys.clone();
         let req = req.clone();
-        tokio::spawn(async move { sys.gateway.handle(&req.tenant, req.document, req.pages).await })
+        tokio::spawn(async move {
+            sys.gateway
+                .handle(&req.tenant, req.document, req.pages)
+                .await
+        })
     };
     let out = match task.await {
         Ok(out) => out,
-        Err(e) => return (StatusCode::INTERNAL_SERVER_ERROR, format!("handler failed: {e}\n")).into_response(),
+        Err(e) => {
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("handler failed: {e}\n"),
+            )
+                .into_response()
+        }
     };
     reply_response(req.document, req.pages, out.reply, out.zone)
 }
@@ -77,11 +95,17 @@ pub fn reply_response(document: u64, pages: u32, reply: Reply, zone: String) -> 
             zone,
         })
         .into_response(),
-        Reply::Overloaded { retry_after, reason } => {
+        Reply::Overloaded {
+            retry_after,
+            reason,
+        } => {
             let mut headers = HeaderMap::new();
             let secs = retry_after.as_secs_f64().ceil().max(1.0) as u64;
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
-            headers.insert(RETRY_AFTER_MS, HeaderValue::from(retry_after.as_millis() as u64));
+            headers.insert(
+                RETRY_AFTER_MS,
+                HeaderValue::from(retry_after.as_millis() as u64),
+            );
             let body = ErrorBody {
                 error: "Server overloaded".into(),
                 reason,
@@ -109,9 +133,13 @@ async fn metrics(State(sys): State<Arc<System>>) -> Response {
 }
 
 /// Admin requests must come from loopback and carry the token.
-fn authorize(sys: &System, peer: SocketAddr, headers: &HeaderMap) -> Result<(), Response> {
+fn authorize(
+    sys: &System,
+    peer: SocketAddr,
+    headers: &HeaderMap,
+) -> Result<(), (StatusCode, &'static str)> {
     if !peer.ip().is_loopback() {
-        return Err((StatusCode::FORBIDDEN, "admin API is loopback only\n").into_response());
+        return Err((StatusCode::FORBIDDEN, "admin API is loopback only\n"));
     }
     let expected = format!("Bearer {}", sys.config.admin_token);
     let ok = headers
@@ -119,7 +147,7 @@ fn authorize(sys: &System, peer: SocketAddr, headers: &HeaderMap) -> Result<(), 
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v == expected);
     if !ok {
-        return Err((StatusCode::UNAUTHORIZED, "missing or wrong admin token\n").into_response());
+        return Err((StatusCode::UNAUTHORIZED, "missing or wrong admin token\n"));
     }
     Ok(())
 }
@@ -131,15 +159,19 @@ async fn admin_command(
     body: axum::body::Bytes,
 ) -> Response {
     if let Err(r) = authorize(&sys, peer, &headers) {
-        return r;
+        return r.into_response();
     }
     let cmd: AdminCommand = match serde_json::from_slice(&body) {
         Ok(c) => c,
-        Err(e) => return (StatusCode::BAD_REQUEST, format!("invalid command: {e}\n")).into_response(),
+        Err(e) => {
+            return (StatusCode::BAD_REQUEST, format!("invalid command: {e}\n")).into_response()
+        }
     };
     match sys.apply(&cmd).await {
         Ok(detail) => Json(serde_json::json!({ "ok": true, "detail": detail })).into_response(),
-        Err(e @ AdminError::UnknownZone(_)) => (StatusCode::NOT_FOUND, format!("{e}\n")).into_response(),
+        Err(e @ AdminError::UnknownZone(_)) => {
+            (StatusCode::NOT_FOUND, format!("{e}\n")).into_response()
+        }
         Err(e) => (StatusCode::BAD_REQUEST, format!("{e}\n")).into_response(),
     }
 }
@@ -150,7 +182,7 @@ async fn admin_info(
     headers: HeaderMap,
 ) -> Response {
     if let Err(r) = authorize(&sys, peer, &headers) {
-        return r;
+        return r.into_response();
     }
     Json(serde_json::json!({
         "executor": sys.executor_info(),

@@ -42,7 +42,10 @@ impl System {
     }
 
     /// As `start`, with a given executor (tests, or one device shared by several systems).
-    pub fn start_with_executor(config: SystemConfig, executor: Arc<dyn PageExecutor>) -> Arc<System> {
+    pub fn start_with_executor(
+        config: SystemConfig,
+        executor: Arc<dyn PageExecutor>,
+    ) -> Arc<System> {
         let cache: Arc<dyn ResultCache> = match config.cache.backend {
             CacheBackend::Memory => Arc::new(MemoryCache::new(&config.cache)),
         };
@@ -106,14 +109,28 @@ impl System {
         use AdminCommand::*;
         match cmd {
             CacheFill { entries } => {
-                let n = self.cache.fill(*entries).await.map_err(|e| AdminError::Cache(e.to_string()))?;
+                let n = self
+                    .cache
+                    .fill(*entries)
+                    .await
+                    .map_err(|e| AdminError::Cache(e.to_string()))?;
                 let s = self.cache.stats();
-                Ok(format!("inserted {n} filler entries; cache {}/{}", s.entries, s.capacity))
+                Ok(format!(
+                    "inserted {n} filler entries; cache {}/{}",
+                    s.entries, s.capacity
+                ))
             }
             CacheFillToLimit => {
-                let n = self.cache.fill_to_limit().await.map_err(|e| AdminError::Cache(e.to_string()))?;
+                let n = self
+                    .cache
+                    .fill_to_limit()
+                    .await
+                    .map_err(|e| AdminError::Cache(e.to_string()))?;
                 let s = self.cache.stats();
-                Ok(format!("inserted {n} filler entries; cache {}/{} (at its limit)", s.entries, s.capacity))
+                Ok(format!(
+                    "inserted {n} filler entries; cache {}/{} (at its limit)",
+                    s.entries, s.capacity
+                ))
             }
             CacheOnFull { on_full } => {
                 self.cache.set_on_full(*on_full);
@@ -163,7 +180,10 @@ impl System {
                 for p in self.zones(&Some(zone.clone()))? {
                     p.set_fail_ratio(*ratio);
                 }
-                Ok(format!("zone {zone} failing {:.0}% of requests", ratio * 100.0))
+                Ok(format!(
+                    "zone {zone} failing {:.0}% of requests",
+                    ratio * 100.0
+                ))
             }
             ZoneRecover { zone } => {
                 for p in self.zones(&Some(zone.clone()))? {
@@ -172,11 +192,15 @@ impl System {
                 Ok(format!("zone {zone} recovered"))
             }
             StopAllocations { zone } => {
-                self.gateway.router().set_stopped(self.zone_index(zone)?, true);
+                self.gateway
+                    .router()
+                    .set_stopped(self.zone_index(zone)?, true);
                 Ok(format!("allocations to {zone} stopped"))
             }
             ResumeAllocations { zone } => {
-                self.gateway.router().set_stopped(self.zone_index(zone)?, false);
+                self.gateway
+                    .router()
+                    .set_stopped(self.zone_index(zone)?, false);
                 Ok(format!("allocations to {zone} resumed"))
             }
             Throttle { zone, per_sec } => {
@@ -185,7 +209,9 @@ impl System {
                         return Err(AdminError::Invalid("per_sec must be > 0".into()));
                     }
                 }
-                self.gateway.router().set_throttle(self.zone_index(zone)?, *per_sec);
+                self.gateway
+                    .router()
+                    .set_throttle(self.zone_index(zone)?, *per_sec);
                 Ok(match per_sec {
                     Some(r) => format!("zone {zone} throttled to {r}/s"),
                     None => format!("zone {zone} throttle lifted"),
@@ -198,43 +224,147 @@ impl System {
     pub fn render_metrics(&self) -> String {
         let mut e = Exposition::default();
         let g = &self.gateway.metrics;
-        let c = |e: &mut Exposition, n: &str, h: &str, v: u64| e.sample(n, "counter", h, &[], v as f64);
-        c(&mut e, "sut_gateway_requests_total", "Client requests received by the gateway.", g.requests.get());
-        c(&mut e, "sut_gateway_ok_total", "Client requests answered 200.", g.ok.get());
-        c(&mut e, "sut_gateway_rejected_total", "Client requests answered 503.", g.rejected.get());
-        c(&mut e, "sut_gateway_deadline_total", "Client requests answered 504.", g.deadline.get());
-        c(&mut e, "sut_gateway_attempts_total", "Attempts the gateway sent to pools (internal retries included).", g.attempts.get());
-        c(&mut e, "sut_gateway_redirected_total", "Attempts redirected to another zone.", g.redirected.get());
-        c(&mut e, "sut_distinct_documents_total", "Distinct documents seen by the gateway.", g.distinct_documents.get());
-        e.sample("sut_gateway_attempts_configured", "gauge", "Internal attempts currently configured.", &[], f64::from(self.gateway.attempts_configured()));
+        let c =
+            |e: &mut Exposition, n: &str, h: &str, v: u64| e.sample(n, "counter", h, &[], v as f64);
+        c(
+            &mut e,
+            "sut_gateway_requests_total",
+            "Client requests received by the gateway.",
+            g.requests.get(),
+        );
+        c(
+            &mut e,
+            "sut_gateway_ok_total",
+            "Client requests answered 200.",
+            g.ok.get(),
+        );
+        c(
+            &mut e,
+            "sut_gateway_rejected_total",
+            "Client requests answered 503.",
+            g.rejected.get(),
+        );
+        c(
+            &mut e,
+            "sut_gateway_deadline_total",
+            "Client requests answered 504.",
+            g.deadline.get(),
+        );
+        c(
+            &mut e,
+            "sut_gateway_attempts_total",
+            "Attempts the gateway sent to pools (internal retries included).",
+            g.attempts.get(),
+        );
+        c(
+            &mut e,
+            "sut_gateway_redirected_total",
+            "Attempts redirected to another zone.",
+            g.redirected.get(),
+        );
+        c(
+            &mut e,
+            "sut_distinct_documents_total",
+            "Distinct documents seen by the gateway.",
+            g.distinct_documents.get(),
+        );
+        e.sample(
+            "sut_gateway_attempts_configured",
+            "gauge",
+            "Internal attempts currently configured.",
+            &[],
+            f64::from(self.gateway.attempts_configured()),
+        );
 
         let cs = self.cache.stats();
-        c(&mut e, "sut_cache_hits_total", "Result cache hits.", cs.hits);
-        c(&mut e, "sut_cache_misses_total", "Result cache misses.", cs.misses);
-        c(&mut e, "sut_cache_writes_acked_total", "Cache writes acknowledged.", cs.writes_acked);
-        c(&mut e, "sut_cache_writes_stored_total", "Acknowledged cache writes really stored.", cs.writes_stored);
-        c(&mut e, "sut_cache_writes_lost_total", "Cache writes acknowledged and then discarded.", cs.writes_lost);
-        c(&mut e, "sut_cache_write_errors_total", "Cache writes refused with an explicit error.", cs.write_errors);
-        e.sample("sut_cache_entries", "gauge", "Entries in the result cache.", &[], cs.entries as f64);
-        e.sample("sut_cache_capacity", "gauge", "Storage limit of the result cache, in entries.", &[], cs.capacity as f64);
+        c(
+            &mut e,
+            "sut_cache_hits_total",
+            "Result cache hits.",
+            cs.hits,
+        );
+        c(
+            &mut e,
+            "sut_cache_misses_total",
+            "Result cache misses.",
+            cs.misses,
+        );
+        c(
+            &mut e,
+            "sut_cache_writes_acked_total",
+            "Cache writes acknowledged.",
+            cs.writes_acked,
+        );
+        c(
+            &mut e,
+            "sut_cache_writes_stored_total",
+            "Acknowledged cache writes really stored.",
+            cs.writes_stored,
+        );
+        c(
+            &mut e,
+            "sut_cache_writes_lost_total",
+            "Cache writes acknowledged and then discarded.",
+            cs.writes_lost,
+        );
+        c(
+            &mut e,
+            "sut_cache_write_errors_total",
+            "Cache writes refused with an explicit error.",
+            cs.write_errors,
+        );
+        e.sample(
+            "sut_cache_entries",
+            "gauge",
+            "Entries in the result cache.",
+            &[],
+            cs.entries as f64,
+        );
+        e.sample(
+            "sut_cache_capacity",
+            "gauge",
+            "Storage limit of the result cache, in entries.",
+            &[],
+            cs.capacity as f64,
+        );
 
         let info = self.executor.info();
         e.sample(
             "sut_executor_info",
             "gauge",
             "The page executor; fallback=\"true\" means no GPU adapter was found.",
-            &[("adapter", &info.adapter), ("fallback", if info.fallback { "true" } else { "false" })],
+            &[
+                ("adapter", &info.adapter),
+                ("fallback", if info.fallback { "true" } else { "false" }),
+            ],
             1.0,
         );
 
         for p in self.gateway.pools() {
             let z: &[(&str, &str)] = &[("zone", &p.zone)];
             let m = &p.metrics;
-            let zc = |e: &mut Exposition, n: &str, h: &str, v: u64| e.sample(n, "counter", h, z, v as f64);
+            let zc = |e: &mut Exposition, n: &str, h: &str, v: u64| {
+                e.sample(n, "counter", h, z, v as f64)
+            };
             let zg = |e: &mut Exposition, n: &str, h: &str, v: f64| e.sample(n, "gauge", h, z, v);
-            zc(&mut e, "sut_pool_requests_total", "Requests that reached the pool.", m.requests.get());
-            for (src, v) in [("computed", m.ok_computed.get()), ("cache", m.ok_cache.get()), ("duplicate", m.ok_duplicate.get())] {
-                e.sample("sut_pool_ok_total", "counter", "Requests answered 200, by source.", &[("zone", &p.zone), ("source", src)], v as f64);
+            zc(
+                &mut e,
+                "sut_pool_requests_total",
+                "Requests that reached the pool.",
+                m.requests.get(),
+            );
+            for (src, v) in [
+                ("computed", m.ok_computed.get()),
+                ("cache", m.ok_cache.get()),
+                ("duplicate", m.ok_duplicate.get()),
+            ] {
+                e.sample(
+                    "sut_pool_ok_total",
+                    "counter",
+                    "Requests answered 200, by source.",
+                    &[("zone", &p.zone), ("source", src)],
+                    v as f64,
+                );
             }
             for r in RejectReason::ALL {
                 e.sample(
@@ -245,27 +375,118 @@ impl System {
                     m.rejected.get(r) as f64,
                 );
             }
-            zc(&mut e, "sut_pool_admitted_total", "Requests admitted to a worker slot.", m.admitted.get());
-            zc(&mut e, "sut_pool_zombie_work_total", "Documents computed after their request was answered 504.", m.zombie_work.get());
-            zc(&mut e, "sut_pool_documents_computed_total", "Documents computed.", m.documents_computed.get());
-            zc(&mut e, "sut_pool_compute_failures_total", "Compute tasks that failed.", m.compute_failures.get());
-            zg(&mut e, "sut_pool_slots", "Worker slots configured.", f64::from(p.gate().slots()));
-            zg(&mut e, "sut_pool_slots_busy", "Worker slots held.", f64::from(p.gate().busy()));
-            zg(&mut e, "sut_pool_waiters_holding_slot", "Requests waiting for a duplicate's result while holding a slot.", m.waiters_holding_slot.get() as f64);
-            zg(&mut e, "sut_pool_waiters_without_slot", "Duplicates waiting without a slot.", m.waiters_without_slot.get() as f64);
-            zg(&mut e, "sut_pool_queue_depth", "Requests waiting for a slot.", f64::from(p.gate().queued()));
-            zg(&mut e, "sut_pool_inflight_documents", "Documents being computed.", p.inflight_documents() as f64);
-            zg(&mut e, "sut_zone_fail_ratio", "Injected failure ratio of the zone.", p.fail_ratio());
+            zc(
+                &mut e,
+                "sut_pool_admitted_total",
+                "Requests admitted to a worker slot.",
+                m.admitted.get(),
+            );
+            zc(
+                &mut e,
+                "sut_pool_zombie_work_total",
+                "Documents computed after their request was answered 504.",
+                m.zombie_work.get(),
+            );
+            zc(
+                &mut e,
+                "sut_pool_documents_computed_total",
+                "Documents computed.",
+                m.documents_computed.get(),
+            );
+            zc(
+                &mut e,
+                "sut_pool_compute_failures_total",
+                "Compute tasks that failed.",
+                m.compute_failures.get(),
+            );
+            zg(
+                &mut e,
+                "sut_pool_slots",
+                "Worker slots configured.",
+                f64::from(p.gate().slots()),
+            );
+            zg(
+                &mut e,
+                "sut_pool_slots_busy",
+                "Worker slots held.",
+                f64::from(p.gate().busy()),
+            );
+            zg(
+                &mut e,
+                "sut_pool_waiters_holding_slot",
+                "Requests waiting for a duplicate's result while holding a slot.",
+                m.waiters_holding_slot.get() as f64,
+            );
+            zg(
+                &mut e,
+                "sut_pool_waiters_without_slot",
+                "Duplicates waiting without a slot.",
+                m.waiters_without_slot.get() as f64,
+            );
+            zg(
+                &mut e,
+                "sut_pool_queue_depth",
+                "Requests waiting for a slot.",
+                f64::from(p.gate().queued()),
+            );
+            zg(
+                &mut e,
+                "sut_pool_inflight_documents",
+                "Documents being computed.",
+                p.inflight_documents() as f64,
+            );
+            zg(
+                &mut e,
+                "sut_zone_fail_ratio",
+                "Injected failure ratio of the zone.",
+                p.fail_ratio(),
+            );
             let s = p.gpu().stats();
-            zc(&mut e, "sut_gpu_pages_computed_total", "Pages computed on the GPU.", s.pages_computed);
-            zc(&mut e, "sut_gpu_pages_recomputed_total", "Pages computed that had been computed before.", s.pages_recomputed);
-            zc(&mut e, "sut_gpu_orphan_pages_total", "Pages computed for submissions that had already failed.", s.orphan_pages);
-            zc(&mut e, "sut_gpu_compute_errors_total", "Executor errors.", s.compute_errors);
-            zg(&mut e, "sut_gpu_queued_pages", "Pages queued at the GPU.", s.queued_pages as f64);
+            zc(
+                &mut e,
+                "sut_gpu_pages_computed_total",
+                "Pages computed on the GPU.",
+                s.pages_computed,
+            );
+            zc(
+                &mut e,
+                "sut_gpu_pages_recomputed_total",
+                "Pages computed that had been computed before.",
+                s.pages_recomputed,
+            );
+            zc(
+                &mut e,
+                "sut_gpu_orphan_pages_total",
+                "Pages computed for submissions that had already failed.",
+                s.orphan_pages,
+            );
+            zc(
+                &mut e,
+                "sut_gpu_compute_errors_total",
+                "Executor errors.",
+                s.compute_errors,
+            );
+            zg(
+                &mut e,
+                "sut_gpu_queued_pages",
+                "Pages queued at the GPU.",
+                s.queued_pages as f64,
+            );
             zg(&mut e, "sut_gpu_lanes", "GPU lanes.", f64::from(s.lanes));
-            zg(&mut e, "sut_gpu_real_compute_seconds", "Time spent computing pages for real.", s.real_compute_secs);
+            zg(
+                &mut e,
+                "sut_gpu_real_compute_seconds",
+                "Time spent computing pages for real.",
+                s.real_compute_secs,
+            );
             for (tenant, pages) in &s.per_tenant_pages {
-                e.sample("sut_gpu_tenant_pages_total", "counter", "Pages computed per tenant.", &[("zone", &p.zone), ("tenant", tenant)], *pages as f64);
+                e.sample(
+                    "sut_gpu_tenant_pages_total",
+                    "counter",
+                    "Pages computed per tenant.",
+                    &[("zone", &p.zone), ("tenant", tenant)],
+                    *pages as f64,
+                );
             }
         }
         e.finish()

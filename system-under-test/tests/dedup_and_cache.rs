@@ -37,7 +37,10 @@ fn pool(dedup: DedupMode, cache: Arc<dyn ResultCache>) -> Arc<Pool> {
             dedup,
             ..PoolConfig::default()
         },
-        PageConfig { words: 16, rounds: 1 },
+        PageConfig {
+            words: 16,
+            rounds: 1,
+        },
         cache,
         FailureCache::new(Duration::ZERO, 10),
         gpu,
@@ -57,11 +60,17 @@ fn lossy_full_cache() -> Arc<MemoryCache> {
 /// arrive; returns the unrelated request's reply and the slots held by waiters.
 async fn storm(p: &Arc<Pool>, retries: usize) -> (Reply, i64, Vec<tokio::task::JoinHandle<Reply>>) {
     let first = p.handle("t1", SLOW_DOC, SLOW_PAGES).await;
-    assert_eq!(first, Reply::Deadline, "the slow document must miss its deadline");
+    assert_eq!(
+        first,
+        Reply::Deadline,
+        "the slow document must miss its deadline"
+    );
     let mut waiting = Vec::new();
     for _ in 0..retries {
         let p = p.clone();
-        waiting.push(tokio::spawn(async move { p.handle("t1", SLOW_DOC, SLOW_PAGES).await }));
+        waiting.push(tokio::spawn(async move {
+            p.handle("t1", SLOW_DOC, SLOW_PAGES).await
+        }));
     }
     tokio::time::sleep(Duration::from_millis(20)).await;
     let holding = p.metrics.waiters_holding_slot.get();
@@ -78,7 +87,13 @@ async fn defect_retries_of_one_slow_document_hold_every_slot() {
     assert_eq!(holding, 4, "each retry holds a slot while it waits");
     assert_eq!(p.gate().busy(), 4);
     assert!(
-        matches!(unrelated, Reply::Overloaded { reason: RejectReason::QueueFull, .. }),
+        matches!(
+            unrelated,
+            Reply::Overloaded {
+                reason: RejectReason::QueueFull,
+                ..
+            }
+        ),
         "unrelated request must be rejected: {unrelated:?}"
     );
     // The waiters end at their deadline: the original finishes later and its
@@ -97,12 +112,24 @@ async fn fix_reject_before_admission_keeps_slots_free() {
     for w in waiting {
         let r = w.await.unwrap();
         assert!(
-            matches!(r, Reply::Overloaded { reason: RejectReason::DuplicateInProgress, .. }),
+            matches!(
+                r,
+                Reply::Overloaded {
+                    reason: RejectReason::DuplicateInProgress,
+                    ..
+                }
+            ),
             "{r:?}"
         );
     }
     assert!(
-        !matches!(unrelated, Reply::Overloaded { reason: RejectReason::QueueFull, .. }),
+        !matches!(
+            unrelated,
+            Reply::Overloaded {
+                reason: RejectReason::QueueFull,
+                ..
+            }
+        ),
         "unrelated request must get a slot: {unrelated:?}"
     );
 }
@@ -137,8 +164,16 @@ async fn lossy_cache_forces_recomputation() {
     assert!(r1.is_ok());
     let r2 = p.handle("t1", 5, 2).await;
     assert_eq!(r1, r2, "same digest");
-    assert_eq!(cache.stats().writes_lost, 2, "both writes acknowledged and lost");
-    assert_eq!(p.gpu().stats().pages_recomputed, 2, "the second request recomputed both pages");
+    assert_eq!(
+        cache.stats().writes_lost,
+        2,
+        "both writes acknowledged and lost"
+    );
+    assert_eq!(
+        p.gpu().stats().pages_recomputed,
+        2,
+        "the second request recomputed both pages"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -151,6 +186,15 @@ async fn sized_cache_serves_the_retry() {
     let p = pool(DedupMode::RejectBeforeAdmission, cache.clone());
     assert!(p.handle("t1", 5, 2).await.is_ok());
     let r = p.handle("t1", 5, 2).await;
-    assert!(matches!(r, Reply::Ok { source: sut::ResultSource::Cache, .. }), "{r:?}");
+    assert!(
+        matches!(
+            r,
+            Reply::Ok {
+                source: sut::ResultSource::Cache,
+                ..
+            }
+        ),
+        "{r:?}"
+    );
     assert_eq!(p.gpu().stats().pages_recomputed, 0);
 }

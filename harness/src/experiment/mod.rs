@@ -44,7 +44,10 @@ pub enum Environment {
     /// The system under test in this process, on loopback.
     Embedded,
     /// Any HTTP service at `url`; faults only through its admin API.
-    External { url: String, admin_token: Option<String> },
+    External {
+        url: String,
+        admin_token: Option<String>,
+    },
 }
 
 impl Environment {
@@ -171,10 +174,12 @@ impl TimelineOp {
             TimelineOp::Admin(AdminCommand::StopAllocations { zone }) => {
                 Some(AdminCommand::ResumeAllocations { zone: zone.clone() })
             }
-            TimelineOp::Admin(AdminCommand::Throttle { zone, .. }) => Some(AdminCommand::Throttle {
-                zone: zone.clone(),
-                per_sec: None,
-            }),
+            TimelineOp::Admin(AdminCommand::Throttle { zone, .. }) => {
+                Some(AdminCommand::Throttle {
+                    zone: zone.clone(),
+                    per_sec: None,
+                })
+            }
             _ => None,
         }
     }

@@ -22,7 +22,12 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn err(&self, at: &Location, field: impl Into<String>, message: impl Into<String>) -> ExperimentError {
+    fn err(
+        &self,
+        at: &Location,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) -> ExperimentError {
         ExperimentError {
             file: self.file.to_string(),
             line: at.line(),
@@ -32,9 +37,19 @@ impl Ctx<'_> {
         }
     }
 
-    fn duration(&self, at: &Location, field: &str, text: &str) -> Result<Duration, ExperimentError> {
-        humantime::parse_duration(text.trim())
-            .map_err(|e| self.err(at, field, format!("{text:?} is not a duration ({e}); write e.g. 30s, 500ms, 2m")))
+    fn duration(
+        &self,
+        at: &Location,
+        field: &str,
+        text: &str,
+    ) -> Result<Duration, ExperimentError> {
+        humantime::parse_duration(text.trim()).map_err(|e| {
+            self.err(
+                at,
+                field,
+                format!("{text:?} is not a duration ({e}); write e.g. 30s, 500ms, 2m"),
+            )
+        })
     }
 }
 
@@ -55,7 +70,10 @@ pub fn load(path: &Path, quick: bool) -> Result<Experiment, ExperimentError> {
 pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, ExperimentError> {
     let cx = Ctx { file };
     let raw: RawExperiment = serde_saphyr::from_str(text).map_err(|e| {
-        let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+        let (line, column) = e
+            .location()
+            .map(|l| (l.line(), l.column()))
+            .unwrap_or((0, 0));
         ExperimentError {
             file: file.to_string(),
             line,
@@ -74,8 +92,16 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
     })?;
 
     let name = raw.name.value.trim().to_string();
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-        return Err(cx.err(&raw.name.referenced, "name", "must be non-empty ASCII letters, digits, '-' or '_' (it names the report folder)"));
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(cx.err(
+            &raw.name.referenced,
+            "name",
+            "must be non-empty ASCII letters, digits, '-' or '_' (it names the report folder)",
+        ));
     }
     let full_duration = cx.duration(&raw.duration.referenced, "duration", &raw.duration.value)?;
     let (duration, timeline_raw, expect_raw, analysis_raw) = match (&raw.quick, quick) {
@@ -91,31 +117,57 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
         _ => (full_duration, raw.timeline.clone(), raw.expect.clone(), raw.analysis.clone()),
     };
     if duration < Duration::from_secs(2) || duration > Duration::from_secs(3600) {
-        return Err(cx.err(&raw.duration.referenced, "duration", "must be between 2s and 1h"));
+        return Err(cx.err(
+            &raw.duration.referenced,
+            "duration",
+            "must be between 2s and 1h",
+        ));
     }
 
     let environment = match &raw.environment {
         None => Environment::Embedded,
-        Some(s) => match s.value.as_str() {
-            "embedded" => Environment::Embedded,
-            "external" => {
-                let t = raw.target.as_ref().ok_or_else(|| cx.err(&s.referenced, "target", "environment external needs `target: { url: ... }`"))?;
-                let url = t.url.value.trim_end_matches('/').to_string();
-                let parsed = reqwest::Url::parse(&url).map_err(|e| cx.err(&t.url.referenced, "target.url", e.to_string()))?;
-                let host = parsed.host_str().unwrap_or("");
-                let loopback = host == "localhost"
-                    || host
-                        .trim_matches(['[', ']'])
-                        .parse::<std::net::IpAddr>()
-                        .is_ok_and(|ip| ip.is_loopback());
-                if !loopback && !t.allow_remote {
-                    return Err(cx.err(&t.url.referenced, "target.url", "is not a loopback address; load tests send traffic to this machine only unless `allow_remote: true` is set"));
+        Some(s) => {
+            match s.value.as_str() {
+                "embedded" => Environment::Embedded,
+                "external" => {
+                    let t = raw.target.as_ref().ok_or_else(|| {
+                        cx.err(
+                            &s.referenced,
+                            "target",
+                            "environment external needs `target: { url: ... }`",
+                        )
+                    })?;
+                    let url = t.url.value.trim_end_matches('/').to_string();
+                    let parsed = reqwest::Url::parse(&url)
+                        .map_err(|e| cx.err(&t.url.referenced, "target.url", e.to_string()))?;
+                    let host = parsed.host_str().unwrap_or("");
+                    let loopback = host == "localhost"
+                        || host
+                            .trim_matches(['[', ']'])
+                            .parse::<std::net::IpAddr>()
+                            .is_ok_and(|ip| ip.is_loopback());
+                    if !loopback && !t.allow_remote {
+                        return Err(cx.err(&t.url.referenced, "target.url", "is not a loopback address; load tests send traffic to this machine only unless `allow_remote: true` is set"));
+                    }
+                    Environment::External {
+                        url,
+                        admin_token: t.admin_token.clone(),
+                    }
                 }
-                Environment::External { url, admin_token: t.admin_token.clone() }
+                "containers" => return Err(cx.err(
+                    &s.referenced,
+                    "environment",
+                    "`containers` is not available in this build yet; use `embedded` or `external`",
+                )),
+                other => {
+                    return Err(cx.err(
+                        &s.referenced,
+                        "environment",
+                        format!("unknown environment {other:?}; expected embedded or external"),
+                    ))
+                }
             }
-            "containers" => return Err(cx.err(&s.referenced, "environment", "`containers` is not available in this build yet; use `embedded` or `external`")),
-            other => return Err(cx.err(&s.referenced, "environment", format!("unknown environment {other:?}; expected embedded or external"))),
-        },
+        }
     };
 
     let analysis = analysis_config(&cx, &analysis_raw)?;
@@ -123,20 +175,36 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
     let base_client = client(&cx, &raw.workload.client, "workload.client")?;
 
     // Base system: validated on its own first (its errors are the clearest).
-    let sys_loc = raw.variants.first().map(|(_, v)| v.referenced).unwrap_or(raw.name.referenced);
+    let sys_loc = raw
+        .variants
+        .first()
+        .map(|(_, v)| v.referenced)
+        .unwrap_or(raw.name.referenced);
     raw.system
         .validate()
         .map_err(|e| cx.err(&sys_loc, format!("system.{}", e.field), e.message))?;
 
     if raw.variants.is_empty() {
-        return Err(cx.err(&raw.name.referenced, "variants", "at least one variant is required"));
+        return Err(cx.err(
+            &raw.name.referenced,
+            "variants",
+            "at least one variant is required",
+        ));
     }
     let base_system_tree = tree.get("system").cloned().unwrap_or(serde_json::json!({}));
     let mut variants = Vec::new();
     for (vname, v) in &raw.variants {
         let at = &v.referenced;
-        if vname.is_empty() || !vname.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-            return Err(cx.err(at, format!("variants.{vname}"), "variant names are ASCII letters, digits, '-' or '_'"));
+        if vname.is_empty()
+            || !vname
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(cx.err(
+                at,
+                format!("variants.{vname}"),
+                "variant names are ASCII letters, digits, '-' or '_'",
+            ));
         }
         let mut merged = base_system_tree.clone();
         if let Some(over) = tree.pointer(&format!("/variants/{}/system", escape_pointer(vname))) {
@@ -144,17 +212,23 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
         }
         let system: SystemConfig = serde_json::from_value(merged)
             .map_err(|e| cx.err(at, format!("variants.{vname}.system"), e.to_string()))?;
-        system
-            .validate()
-            .map_err(|e| cx.err(at, format!("variants.{vname}.system.{}", e.field), e.message))?;
+        system.validate().map_err(|e| {
+            cx.err(
+                at,
+                format!("variants.{vname}.system.{}", e.field),
+                e.message,
+            )
+        })?;
         let mut client_b = base_client.clone();
         if let Some(c) = &v.value.client {
             if let Some(r) = &c.retry {
-                r.validate().map_err(|m| cx.err(at, format!("variants.{vname}.client.retry"), m))?;
+                r.validate()
+                    .map_err(|m| cx.err(at, format!("variants.{vname}.client.retry"), m))?;
                 client_b.retry = r.clone();
             }
             if let Some(t) = &c.timeout {
-                client_b.timeout = cx.duration(at, &format!("variants.{vname}.client.timeout"), t)?;
+                client_b.timeout =
+                    cx.duration(at, &format!("variants.{vname}.client.timeout"), t)?;
             }
         }
         if let Environment::External { .. } = environment {
@@ -181,8 +255,15 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
     let mut expectations = Vec::new();
     for (vname, metrics) in &expect_raw {
         if !variant_names.contains(&vname.as_str()) {
-            let at = metrics.first().map(|(_, v)| v.referenced).unwrap_or(raw.name.referenced);
-            return Err(cx.err(&at, format!("expect.{vname}"), format!("no such variant; variants are {variant_names:?}")));
+            let at = metrics
+                .first()
+                .map(|(_, v)| v.referenced)
+                .unwrap_or(raw.name.referenced);
+            return Err(cx.err(
+                &at,
+                format!("expect.{vname}"),
+                format!("no such variant; variants are {variant_names:?}"),
+            ));
         }
         for (key, value) in metrics {
             expectations.push(expectation(&cx, vname, key, value, &zones)?);
@@ -191,10 +272,18 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
     let mut incident = Vec::new();
     for (i, f) in raw.incident.iter().enumerate() {
         if !METRICS.contains(&f.value.metric.as_str()) {
-            return Err(cx.err(&f.referenced, format!("incident[{i}].metric"), format!("unknown metric {:?}", f.value.metric)));
+            return Err(cx.err(
+                &f.referenced,
+                format!("incident[{i}].metric"),
+                format!("unknown metric {:?}", f.value.metric),
+            ));
         }
         if !variant_names.contains(&f.value.variant.as_str()) {
-            return Err(cx.err(&f.referenced, format!("incident[{i}].variant"), format!("no such variant {:?}", f.value.variant)));
+            return Err(cx.err(
+                &f.referenced,
+                format!("incident[{i}].variant"),
+                format!("no such variant {:?}", f.value.variant),
+            ));
         }
         incident.push(IncidentFigure {
             metric: f.value.metric.clone(),
@@ -252,16 +341,21 @@ fn merge(base: &mut serde_json::Value, over: &serde_json::Value) {
 
 fn analysis_config(cx: &Ctx, a: &RawAnalysis) -> Result<AnalysisConfig, ExperimentError> {
     let mut c = AnalysisConfig::default();
-    let secs = |s: &Option<Spanned<String>>, field: &str, into: &mut u32| -> Result<(), ExperimentError> {
-        if let Some(s) = s {
-            let d = cx.duration(&s.referenced, field, &s.value)?;
-            *into = d.as_secs_f64().round() as u32;
-        }
-        Ok(())
-    };
+    let secs =
+        |s: &Option<Spanned<String>>, field: &str, into: &mut u32| -> Result<(), ExperimentError> {
+            if let Some(s) = s {
+                let d = cx.duration(&s.referenced, field, &s.value)?;
+                *into = d.as_secs_f64().round() as u32;
+            }
+            Ok(())
+        };
     if let Some(t) = &a.wave_threshold {
         if !(t.value > 0.0 && t.value < 1.0) {
-            return Err(cx.err(&t.referenced, "analysis.wave_threshold", "must be in (0, 1)"));
+            return Err(cx.err(
+                &t.referenced,
+                "analysis.wave_threshold",
+                "must be in (0, 1)",
+            ));
         }
         c.wave_threshold = t.value;
     }
@@ -271,34 +365,80 @@ fn analysis_config(cx: &Ctx, a: &RawAnalysis) -> Result<AnalysisConfig, Experime
         }
         c.recovery_factor = f.value;
     }
-    secs(&a.wave_merge_gap, "analysis.wave_merge_gap", &mut c.wave_merge_gap_s)?;
-    secs(&a.wave_min_duration, "analysis.wave_min_duration", &mut c.wave_min_duration_s)?;
-    secs(&a.recovery_window, "analysis.recovery_window", &mut c.recovery_window_s)?;
+    secs(
+        &a.wave_merge_gap,
+        "analysis.wave_merge_gap",
+        &mut c.wave_merge_gap_s,
+    )?;
+    secs(
+        &a.wave_min_duration,
+        "analysis.wave_min_duration",
+        &mut c.wave_min_duration_s,
+    )?;
+    secs(
+        &a.recovery_window,
+        "analysis.recovery_window",
+        &mut c.recovery_window_s,
+    )?;
     secs(&a.warmup, "analysis.warmup", &mut c.warmup_s)?;
     if let Some(w) = &a.recovery_window {
         if c.recovery_window_s == 0 {
-            return Err(cx.err(&w.referenced, "analysis.recovery_window", "must be at least 1s"));
+            return Err(cx.err(
+                &w.referenced,
+                "analysis.recovery_window",
+                "must be at least 1s",
+            ));
         }
     }
     Ok(c)
 }
 
-fn rate(cx: &Ctx, at: &Location, field: &str, r: Option<f64>, c: Option<f64>) -> Result<Rate, ExperimentError> {
+fn rate(
+    cx: &Ctx,
+    at: &Location,
+    field: &str,
+    r: Option<f64>,
+    c: Option<f64>,
+) -> Result<Rate, ExperimentError> {
     match (r, c) {
         (Some(r), None) if r > 0.0 && r.is_finite() && r <= 100_000.0 => Ok(Rate::PerSec(r)),
-        (Some(r), None) => Err(cx.err(at, format!("{field}.rate"), format!("{r} is not a usable rate: must be > 0 and <= 100000 documents/s"))),
+        (Some(r), None) => Err(cx.err(
+            at,
+            format!("{field}.rate"),
+            format!("{r} is not a usable rate: must be > 0 and <= 100000 documents/s"),
+        )),
         (None, Some(c)) if c > 0.0 && c.is_finite() && c <= 10.0 => Ok(Rate::Capacity(c)),
-        (None, Some(c)) => Err(cx.err(at, format!("{field}.capacity"), format!("{c} is not a usable share of capacity: must be in (0, 10]"))),
-        _ => Err(cx.err(at, field, "give exactly one of `rate` (documents/s) or `capacity` (share of calibrated capacity)")),
+        (None, Some(c)) => Err(cx.err(
+            at,
+            format!("{field}.capacity"),
+            format!("{c} is not a usable share of capacity: must be in (0, 10]"),
+        )),
+        _ => Err(cx.err(
+            at,
+            field,
+            "give exactly one of `rate` (documents/s) or `capacity` (share of calibrated capacity)",
+        )),
     }
 }
 
 fn workload(cx: &Ctx, w: &RawWorkload, duration: Duration) -> Result<Workload, ExperimentError> {
     let at = &w.arrival.referenced;
     let arrival = match &w.arrival.value {
-        RawArrival::Constant(r) => Arrival::Constant(rate(cx, at, "workload.arrival.constant", r.rate, r.capacity)?),
+        RawArrival::Constant(r) => Arrival::Constant(rate(
+            cx,
+            at,
+            "workload.arrival.constant",
+            r.rate,
+            r.capacity,
+        )?),
         RawArrival::Ramp { from, to } => Arrival::Ramp {
-            from: rate(cx, at, "workload.arrival.ramp.from", from.rate, from.capacity)?,
+            from: rate(
+                cx,
+                at,
+                "workload.arrival.ramp.from",
+                from.rate,
+                from.capacity,
+            )?,
             to: rate(cx, at, "workload.arrival.ramp.to", to.rate, to.capacity)?,
         },
         RawArrival::Steps(steps) => {
@@ -321,21 +461,41 @@ fn workload(cx: &Ctx, w: &RawWorkload, duration: Duration) -> Result<Workload, E
     let pages = w.documents.pages.value;
     let pat = &w.documents.pages.referenced;
     match pages {
-        PageDistribution::Fixed(0) => return Err(cx.err(pat, "workload.documents.pages.fixed", "must be >= 1")),
-        PageDistribution::Uniform { min, max } if min == 0 || min > max => {
-            return Err(cx.err(pat, "workload.documents.pages.uniform", "needs 1 <= min <= max"))
+        PageDistribution::Fixed(0) => {
+            return Err(cx.err(pat, "workload.documents.pages.fixed", "must be >= 1"))
         }
-        PageDistribution::Lognormal { median, sigma, max } if !(median >= 1.0 && sigma >= 0.0 && sigma < 5.0 && max >= 1) => {
-            return Err(cx.err(pat, "workload.documents.pages.lognormal", "needs median >= 1, 0 <= sigma < 5, max >= 1"))
+        PageDistribution::Uniform { min, max } if min == 0 || min > max => {
+            return Err(cx.err(
+                pat,
+                "workload.documents.pages.uniform",
+                "needs 1 <= min <= max",
+            ))
+        }
+        PageDistribution::Lognormal { median, sigma, max }
+            if !(median >= 1.0 && (0.0..5.0).contains(&sigma) && max >= 1) =>
+        {
+            return Err(cx.err(
+                pat,
+                "workload.documents.pages.lognormal",
+                "needs median >= 1, 0 <= sigma < 5, max >= 1",
+            ))
         }
         _ => {}
     }
     if w.documents.tenants.value == 0 || w.documents.tenants.value > 1000 {
-        return Err(cx.err(&w.documents.tenants.referenced, "workload.documents.tenants", "must be in 1..=1000"));
+        return Err(cx.err(
+            &w.documents.tenants.referenced,
+            "workload.documents.tenants",
+            "must be in 1..=1000",
+        ));
     }
     let max_in_flight = match &w.max_in_flight {
         Some(m) if m.value == 0 || m.value > 15_000 => {
-            return Err(cx.err(&m.referenced, "workload.max_in_flight", "must be in 1..=15000 (each in-flight journey may hold a socket)"))
+            return Err(cx.err(
+                &m.referenced,
+                "workload.max_in_flight",
+                "must be in 1..=15000 (each in-flight journey may hold a socket)",
+            ))
         }
         Some(m) => m.value,
         None => 5_000,
@@ -349,9 +509,17 @@ fn workload(cx: &Ctx, w: &RawWorkload, duration: Duration) -> Result<Workload, E
 }
 
 fn client(cx: &Ctx, c: &RawClient, field: &str) -> Result<ClientBehaviour, ExperimentError> {
-    let timeout = cx.duration(&c.timeout.referenced, &format!("{field}.timeout"), &c.timeout.value)?;
+    let timeout = cx.duration(
+        &c.timeout.referenced,
+        &format!("{field}.timeout"),
+        &c.timeout.value,
+    )?;
     if timeout.is_zero() {
-        return Err(cx.err(&c.timeout.referenced, format!("{field}.timeout"), "must be > 0"));
+        return Err(cx.err(
+            &c.timeout.referenced,
+            format!("{field}.timeout"),
+            "must be > 0",
+        ));
     }
     c.retry
         .validate()
@@ -375,7 +543,15 @@ fn timeline_entry(
     let v = &e.value;
     let at = cx.duration(at_loc, &format!("{f}.at"), &v.at)?;
     if at >= duration {
-        return Err(cx.err(at_loc, format!("{f}.at"), format!("{} is not inside the run ({})", v.at, humantime::format_duration(duration))));
+        return Err(cx.err(
+            at_loc,
+            format!("{f}.at"),
+            format!(
+                "{} is not inside the run ({})",
+                v.at,
+                humantime::format_duration(duration)
+            ),
+        ));
     }
     let dur = match &v.duration {
         Some(d) => Some(cx.duration(at_loc, &format!("{f}.duration"), d)?),
@@ -388,10 +564,24 @@ fn timeline_entry(
     };
     let field = format!("{f}.{kind}");
     let op = if let Some(o) = value.get("oversized_documents") {
-        let od: OversizedDocuments = serde_json::from_value(o.clone())
-            .map_err(|e| cx.err(at_loc, format!("{field}.oversized_documents"), e.to_string()))?;
-        if od.count == 0 || od.count > 10_000 || od.min_pages == 0 || od.min_pages > od.max_pages || od.max_pages > 100_000 {
-            return Err(cx.err(at_loc, format!("{field}.oversized_documents"), "needs 1 <= count <= 10000 and 1 <= min_pages <= max_pages <= 100000"));
+        let od: OversizedDocuments = serde_json::from_value(o.clone()).map_err(|e| {
+            cx.err(
+                at_loc,
+                format!("{field}.oversized_documents"),
+                e.to_string(),
+            )
+        })?;
+        if od.count == 0
+            || od.count > 10_000
+            || od.min_pages == 0
+            || od.min_pages > od.max_pages
+            || od.max_pages > 100_000
+        {
+            return Err(cx.err(
+                at_loc,
+                format!("{field}.oversized_documents"),
+                "needs 1 <= count <= 10000 and 1 <= min_pages <= max_pages <= 100000",
+            ));
         }
         TimelineOp::OversizedDocuments(od)
     } else {
@@ -400,10 +590,17 @@ fn timeline_entry(
         })?;
         if let Some(z) = command_zone(&cmd) {
             if !zones.iter().any(|x| x == z) {
-                return Err(cx.err(at_loc, &field, format!("unknown zone {z:?}; zones are {zones:?}")));
+                return Err(cx.err(
+                    at_loc,
+                    &field,
+                    format!("unknown zone {z:?}; zones are {zones:?}"),
+                ));
             }
         }
-        if let Environment::External { admin_token: None, .. } = env {
+        if let Environment::External {
+            admin_token: None, ..
+        } = env
+        {
             return Err(cx.err(at_loc, &field, "this target has no admin API (`target.admin_token` not set), so this entry cannot run; remove it or give the token"));
         }
         TimelineOp::Admin(cmd)
@@ -430,8 +627,14 @@ fn timeline_entry(
 fn command_zone(cmd: &sut::AdminCommand) -> Option<&str> {
     use sut::AdminCommand::*;
     match cmd {
-        SetSlots { zone, .. } | SetGpuLanes { zone, .. } | SetGpuSpeed { zone, .. } => zone.as_deref(),
-        ZoneFail { zone, .. } | ZoneRecover { zone } | StopAllocations { zone } | ResumeAllocations { zone } | Throttle { zone, .. } => Some(zone),
+        SetSlots { zone, .. } | SetGpuLanes { zone, .. } | SetGpuSpeed { zone, .. } => {
+            zone.as_deref()
+        }
+        ZoneFail { zone, .. }
+        | ZoneRecover { zone }
+        | StopAllocations { zone }
+        | ResumeAllocations { zone }
+        | Throttle { zone, .. } => Some(zone),
         _ => None,
     }
 }
@@ -439,7 +642,10 @@ fn command_zone(cmd: &sut::AdminCommand) -> Option<&str> {
 fn default_label(op: &TimelineOp) -> String {
     use sut::AdminCommand::*;
     match op {
-        TimelineOp::OversizedDocuments(o) => format!("{} x{} ({}-{} pages)", o.tenant, o.count, o.min_pages, o.max_pages),
+        TimelineOp::OversizedDocuments(o) => format!(
+            "{} x{} ({}-{} pages)",
+            o.tenant, o.count, o.min_pages, o.max_pages
+        ),
         TimelineOp::Admin(c) => match c {
             CacheFill { entries } => format!("cache fill {entries}"),
             CacheFillToLimit => "cache at limit".into(),
@@ -478,9 +684,13 @@ fn expectation(
     } else if let Some(i) = metric.find('[') {
         let inner = metric[i + 1..].trim_end_matches(']').to_string();
         metric.truncate(i);
-        let (a, b) = inner
-            .split_once("..")
-            .ok_or_else(|| cx.err(at, &field, "a window is written [FROM..TO], e.g. [40s..70s]"))?;
+        let (a, b) = inner.split_once("..").ok_or_else(|| {
+            cx.err(
+                at,
+                &field,
+                "a window is written [FROM..TO], e.g. [40s..70s]",
+            )
+        })?;
         let a = cx.duration(at, &field, a)?.as_secs_f64();
         let b = cx.duration(at, &field, b)?.as_secs_f64();
         if b <= a {
@@ -489,30 +699,67 @@ fn expectation(
         window = Some((a, b));
     }
     if !METRICS.contains(&metric.as_str()) {
-        return Err(cx.err(at, &field, format!("unknown metric {metric:?}; known metrics: {}", METRICS.join(", "))));
+        return Err(cx.err(
+            at,
+            &field,
+            format!(
+                "unknown metric {metric:?}; known metrics: {}",
+                METRICS.join(", ")
+            ),
+        ));
     }
     if window.is_some() && !WINDOWED_METRICS.contains(&metric.as_str()) {
-        return Err(cx.err(at, &field, format!("{metric} does not take a window; windowed metrics: {}", WINDOWED_METRICS.join(", "))));
+        return Err(cx.err(
+            at,
+            &field,
+            format!(
+                "{metric} does not take a window; windowed metrics: {}",
+                WINDOWED_METRICS.join(", ")
+            ),
+        ));
     }
     let is_zone_metric = ZONE_METRICS.contains(&metric.as_str());
     match (&zone, is_zone_metric) {
-        (Some(z), true) if !zones.contains(z) => return Err(cx.err(at, &field, format!("unknown zone {z:?}; zones are {zones:?}"))),
-        (None, true) => return Err(cx.err(at, &field, format!("{metric} needs a zone: {metric}{{ZONE}}"))),
-        (Some(_), false) => return Err(cx.err(at, &field, format!("{metric} is not a per-zone metric"))),
+        (Some(z), true) if !zones.contains(z) => {
+            return Err(cx.err(
+                at,
+                &field,
+                format!("unknown zone {z:?}; zones are {zones:?}"),
+            ))
+        }
+        (None, true) => {
+            return Err(cx.err(
+                at,
+                &field,
+                format!("{metric} needs a zone: {metric}{{ZONE}}"),
+            ))
+        }
+        (Some(_), false) => {
+            return Err(cx.err(at, &field, format!("{metric} is not a per-zone metric")))
+        }
         _ => {}
     }
     let (op, num, source) = match &value.value {
         ExpectValue::Number(n) => (CompareOp::Eq, *n, format!("== {n}")),
         ExpectValue::Text(t) => {
             let t = t.trim();
-            let (op, rest) = [(">=", CompareOp::Ge), ("<=", CompareOp::Le), ("==", CompareOp::Eq), (">", CompareOp::Gt), ("<", CompareOp::Lt)]
-                .iter()
-                .find_map(|(p, op)| t.strip_prefix(p).map(|r| (*op, r)))
-                .unwrap_or((CompareOp::Eq, t));
-            let n: f64 = rest
-                .trim()
-                .parse()
-                .map_err(|_| cx.err(at, &field, format!("{t:?} is not a comparison; write e.g. \">= 3\", \"<= 1.3\" or 0")))?;
+            let (op, rest) = [
+                (">=", CompareOp::Ge),
+                ("<=", CompareOp::Le),
+                ("==", CompareOp::Eq),
+                (">", CompareOp::Gt),
+                ("<", CompareOp::Lt),
+            ]
+            .iter()
+            .find_map(|(p, op)| t.strip_prefix(p).map(|r| (*op, r)))
+            .unwrap_or((CompareOp::Eq, t));
+            let n: f64 = rest.trim().parse().map_err(|_| {
+                cx.err(
+                    at,
+                    &field,
+                    format!("{t:?} is not a comparison; write e.g. \">= 3\", \"<= 1.3\" or 0"),
+                )
+            })?;
             (op, n, t.to_string())
         }
     };

@@ -21,20 +21,28 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
     let config = match &args.config {
         Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-            SystemConfig::from_yaml(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            SystemConfig::from_yaml(&text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
         }
         None => SystemConfig::default(),
     };
     let system = System::start(config).context("starting the system under test")?;
     let info = system.executor_info();
-    eprintln!("sut: page executor: {}{}", info.adapter, if info.fallback { " (CPU FALLBACK)" } else { "" });
+    eprintln!(
+        "sut: page executor: {}{}",
+        info.adapter,
+        if info.fallback { " (CPU FALLBACK)" } else { "" }
+    );
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("binding {}", args.listen))?;
@@ -43,7 +51,9 @@ async fn main() -> anyhow::Result<()> {
         let ctrl_c = tokio::signal::ctrl_c();
         #[cfg(unix)]
         {
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .expect("SIGTERM handler");
             tokio::select! { _ = ctrl_c => {}, _ = term.recv() => {} }
         }
         #[cfg(not(unix))]

@@ -1,0 +1,172 @@
+//! A tiny experiment end to end in the embedded environment: two variants,
+//! the report files, the integrity ledger; and the load path's promise that
+//! no request reaches a system after its variant's load has returned.
+
+use harness::experiment::parse;
+use harness::interrupt::StopSignal;
+use harness::runner::{self, RunOptions};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+const TINY: &str = r#"name: tiny
+duration: 4s
+quick: { duration: 3s }
+analysis: { recovery_window: 1s, warmup: 1s }
+system:
+  executor: cpu
+  pool: { slots: 4, deadline: 300ms, dedup: abandoned_deadline_holds_slot }
+  gpu: { lanes: 2, page_time: 5ms }
+  page: { words: 64, rounds: 2 }
+  cache: { capacity: 50, on_full: ack_and_drop, drop_ratio: 1.0 }
+workload:
+  arrival: { constant: { rate: 20 } }
+  documents: { pages: { uniform: { min: 1, max: 4 } }, tenants: 2 }
+  client: { timeout: 500ms, retry: { max_attempts: 2, backoff: { fixed: { delay: 50ms } } } }
+timeline:
+  - { at: 0s, fault: cache_fill_to_limit, trigger: false }
+  - { at: 1s, fault: { oversized_documents: { tenant: t2, count: 1, min_pages: 60, max_pages: 60 } } }
+variants:
+  before-fix: {}
+  after-fix: { system: { pool: { dedup: wait_without_slot }, cache: { on_full: error } } }
+expect:
+  before-fix: { incorrect_results: 0, unaccounted_documents: 0 }
+  after-fix: { incorrect_results: 0, unaccounted_documents: 0, cache_writes_lost: 0 }
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tiny_experiment_two_variants_with_report_and_integrity() {
+    let exp = parse(TINY, "tiny.yaml", false).unwrap();
+    let out = std::env::temp_dir().join(format!("harness-e2e-{}", std::process::id()));
+    let opts = RunOptions {
+        out_dir: out.clone(),
+        quiet: true,
+        variant: None,
+    };
+    let o = runner::run(&exp, &opts, Arc::new(StopSignal::default()))
+        .await
+        .unwrap();
+    assert_eq!(o.run.variants.len(), 2);
+    for v in &o.run.variants {
+        let i = &v.integrity;
+        assert!(i.submitted >= 50, "{}: {i:?}", v.name);
+        assert!(
+            i.accounted(),
+            "{}: every document accounted for: {i:?}",
+            v.name
+        );
+        assert_eq!(i.incorrect_results, 0);
+        assert_eq!(i.results_checked, i.completed, "every 200 was checked");
+        assert!(!v.seconds.is_empty());
+        assert!(v.events.iter().all(|e| e.ok), "{:?}", v.events);
+    }
+    let before = &o.run.variants[0];
+    assert!(
+        before.system_totals["sut_cache_writes_lost_total"] > 0.0,
+        "lossy cache lost writes"
+    );
+    for f in [
+        "index.html",
+        "summary.json",
+        "timeseries.csv",
+        "junit.xml",
+        "charts/waves.png",
+        "charts/waves.svg",
+    ] {
+        assert!(o.report_dir.join(f).is_file(), "{f} written");
+    }
+    assert!(o.analysis.all_passed, "{:?}", o.analysis.expectations);
+    let _ = std::fs::remove_dir_all(out);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_request_after_the_load_returns() {
+    use axum::routing::post;
+    let hits = Arc::new(AtomicU64::new(0));
+    let app = {
+        let hits = hits.clone();
+        axum::Router::new().route(
+            "/v1/extract",
+            post(move || {
+                let hits = hits.clone();
+                async move {
+                    hits.fetch_add(1, Ordering::SeqCst);
+                    // Always overloaded: every journey retries until it gives up or is cut off.
+                    (
+                        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                        [("retry-after-ms", "30")],
+                        "busy",
+                    )
+                }
+            }),
+        )
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let exp = parse(TINY, "tiny.yaml", false).unwrap();
+    let docs = runner::plan_documents(
+        &exp,
+        runner::Capacity {
+            pages_per_sec: 0.0,
+            docs_per_sec: 0.0,
+        },
+    );
+    let start = tokio::time::Instant::now();
+    let load_end = start + std::time::Duration::from_secs(1);
+    let hard_stop = load_end + std::time::Duration::from_millis(300);
+    let recorder = Arc::new(harness::recorder::Recorder::new(start, 5));
+    let rec = recorder.clone();
+    let retry: retry_policy::RetryConfig = serde_saphyr::from_str(
+        "{ max_attempts: 1000, honour_retry_after: true, backoff: { fixed: { delay: 30ms } } }",
+    )
+    .unwrap();
+    let stop = Arc::new(StopSignal::default());
+    let ctx_stop = stop.clone();
+    let ctx_base = base.clone();
+    let plan = harness::load::LoadPlan {
+        base_url: base.clone(),
+        documents: docs,
+        start,
+        load_end,
+        max_in_flight: 1000,
+        stop,
+        context: Box::new(move |client, reports| {
+            harness::journey::JourneyContext::new(
+                client,
+                &ctx_base,
+                rec.clone(),
+                retry.clone(),
+                std::time::Duration::from_millis(200),
+                hard_stop,
+                sut::config::PageConfig {
+                    words: 64,
+                    rounds: 2,
+                },
+                1,
+                reports,
+                ctx_stop.clone(),
+            )
+        }),
+    };
+    let outcome = harness::load::drive(plan).await.unwrap();
+    let after_return = hits.load(Ordering::SeqCst);
+    assert!(tokio::time::Instant::now() >= hard_stop);
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        after_return,
+        "a request arrived after the load returned"
+    );
+    assert!(after_return > 20, "retries were sent: {after_return}");
+    assert_eq!(
+        outcome.goose_requests, after_return,
+        "goose saw every attempt"
+    );
+    let i = recorder.integrity();
+    assert!(i.accounted(), "{i:?}");
+    assert!(
+        i.pending > 0,
+        "journeys still retrying at the hard stop are counted as pending"
+    );
+}

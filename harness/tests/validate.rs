@@ -1,0 +1,266 @@
+//! Malformed experiment files: each must fail with the file, the line and the
+//! field named, and none may panic. The seed experiments must validate.
+
+use harness::experiment::parse;
+
+const BASE: &str = r#"name: t
+duration: 10s
+quick: { duration: 5s }
+system:
+  pool: { slots: 4 }
+workload:
+  arrival: { constant: { rate: 10 } }
+  documents: { pages: { fixed: 2 }, tenants: 2 }
+  client: { timeout: 1s, retry: { max_attempts: 2 } }
+timeline:
+  - { at: 1s, fault: { cache_fill: { entries: 10 } } }
+variants:
+  a: {}
+  b: { system: { pool: { slots: 8 } } }
+expect:
+  a: { waves: 0 }
+"#;
+
+/// Replaces `from` in the base file by `to` (which must occur once) and parses.
+fn broken(from: &str, to: &str) -> harness::experiment::ExperimentError {
+    assert_eq!(
+        BASE.matches(from).count(),
+        1,
+        "{from:?} must occur once in BASE"
+    );
+    let text = BASE.replace(from, to);
+    parse(&text, "exp.yaml", false).expect_err(&format!("should fail: {to}"))
+}
+
+fn check(err: &harness::experiment::ExperimentError, line: u64, field: &str) {
+    let msg = err.to_string();
+    assert!(msg.starts_with("exp.yaml:"), "names the file: {msg}");
+    assert_eq!(err.line, line, "line of {msg}");
+    assert!(msg.contains(field), "names {field:?}: {msg}");
+}
+
+#[test]
+fn base_is_valid_and_variants_merge() {
+    let e = parse(BASE, "exp.yaml", false).unwrap();
+    assert_eq!(e.variants.len(), 2);
+    assert_eq!(e.variants[0].system.pool.slots, 4);
+    assert_eq!(e.variants[1].system.pool.slots, 8);
+    assert_eq!(
+        e.variants[1].system.pool.deadline, e.variants[0].system.pool.deadline,
+        "untouched keys keep the base"
+    );
+    let q = parse(BASE, "exp.yaml", true).unwrap();
+    assert_eq!(q.duration, std::time::Duration::from_secs(5));
+}
+
+#[test]
+fn unknown_top_level_key() {
+    check(
+        &broken("duration: 10s\n", "duration: 10s\ndurration: 5s\n"),
+        3,
+        "durration",
+    );
+}
+
+#[test]
+fn unknown_system_key() {
+    check(
+        &broken("pool: { slots: 4 }", "pool: { slotz: 4 }"),
+        5,
+        "slotz",
+    );
+}
+
+#[test]
+fn zero_slots_rejected() {
+    check(
+        &broken("pool: { slots: 4 }", "pool: { slots: 0 }"),
+        13,
+        "pool.slots",
+    );
+}
+
+#[test]
+fn negative_rate_rejected() {
+    check(&broken("rate: 10", "rate: -5"), 7, "rate");
+}
+
+#[test]
+fn zero_rate_rejected() {
+    check(&broken("rate: 10", "rate: 0"), 7, "rate");
+}
+
+#[test]
+fn bad_duration_text() {
+    check(
+        &broken("duration: 10s", "duration: ten seconds"),
+        2,
+        "duration",
+    );
+}
+
+#[test]
+fn timeline_after_the_end() {
+    check(&broken("at: 1s", "at: 30s"), 11, "timeline[0].at");
+}
+
+#[test]
+fn unknown_fault() {
+    check(
+        &broken("cache_fill: { entries: 10 }", "cache_explode: {}"),
+        11,
+        "timeline[0].fault",
+    );
+}
+
+#[test]
+fn fault_and_action_together() {
+    check(
+        &broken(
+            "fault: { cache_fill: { entries: 10 } }",
+            "fault: cache_fill_to_limit, action: cache_fill_to_limit",
+        ),
+        11,
+        "timeline[0]",
+    );
+}
+
+#[test]
+fn duration_on_a_fault_that_cannot_be_undone() {
+    check(
+        &broken("at: 1s,", "at: 1s, duration: 2s,"),
+        11,
+        "timeline[0].duration",
+    );
+}
+
+#[test]
+fn unknown_zone() {
+    check(
+        &broken(
+            "fault: { cache_fill: { entries: 10 } }",
+            "fault: { zone_fail: { zone: nowhere, ratio: 0.5 } }",
+        ),
+        11,
+        "unknown zone",
+    );
+}
+
+#[test]
+fn unknown_metric_in_expect() {
+    check(&broken("a: { waves: 0 }", "a: { wavez: 0 }"), 16, "wavez");
+}
+
+#[test]
+fn expect_for_unknown_variant() {
+    check(
+        &broken("a: { waves: 0 }", "c: { waves: 0 }"),
+        16,
+        "expect.c",
+    );
+}
+
+#[test]
+fn malformed_comparison() {
+    check(
+        &broken("a: { waves: 0 }", "a: { waves: \"about 3\" }"),
+        16,
+        "expect.a.waves",
+    );
+}
+
+#[test]
+fn zero_tenants() {
+    check(&broken("tenants: 2", "tenants: 0"), 8, "tenants");
+}
+
+#[test]
+fn impossible_page_distribution() {
+    check(
+        &broken("fixed: 2", "uniform: { min: 5, max: 2 }"),
+        8,
+        "pages.uniform",
+    );
+}
+
+#[test]
+fn wrong_type() {
+    check(
+        &broken("max_attempts: 2", "max_attempts: many"),
+        9,
+        "(syntax)",
+    );
+}
+
+#[test]
+fn zero_attempts_in_client_retry() {
+    check(
+        &broken("max_attempts: 2", "max_attempts: 0"),
+        9,
+        "max_attempts",
+    );
+}
+
+#[test]
+fn unknown_key_in_variant_override() {
+    check(
+        &broken(
+            "b: { system: { pool: { slots: 8 } } }",
+            "b: { system: { pool: { slotz: 8 } } }",
+        ),
+        14,
+        "slotz",
+    );
+}
+
+#[test]
+fn invalid_override_value() {
+    check(
+        &broken(
+            "b: { system: { pool: { slots: 8 } } }",
+            "b: { system: { cache: { drop_ratio: 2 } } }",
+        ),
+        14,
+        "cache.drop_ratio",
+    );
+}
+
+#[test]
+fn remote_external_target_needs_opt_in() {
+    check(
+        &broken(
+            "duration: 10s\n",
+            "duration: 10s\nenvironment: external\ntarget: { url: \"http://10.1.2.3:80\" }\n",
+        ),
+        4,
+        "target.url",
+    );
+}
+
+#[test]
+fn quick_without_quick_section() {
+    let text = BASE.replace("quick: { duration: 5s }\n", "");
+    let err = parse(&text, "exp.yaml", true).unwrap_err();
+    assert!(err.to_string().contains("quick"), "{err}");
+}
+
+#[test]
+fn not_yaml_at_all() {
+    let err = parse("name: [unclosed\n", "exp.yaml", false).unwrap_err();
+    assert!(err.to_string().starts_with("exp.yaml:1:"), "{err}");
+}
+
+#[test]
+fn seed_experiments_validate() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../experiments");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            harness::experiment::load(&path, false).unwrap_or_else(|e| panic!("{e}"));
+            harness::experiment::load(&path, true).unwrap_or_else(|e| panic!("{e}"));
+            n += 1;
+        }
+    }
+    assert!(n >= 1);
+}
