@@ -109,8 +109,8 @@ pub enum RetryAfterMode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DedupMode {
-    /// No de-duplication: every request computes.
-    Off,
+    /// No de-duplication: every request computes. (Not `off`: YAML 1.1 reads that as `false`.)
+    Disabled,
     /// Defect: after a request's deadline the in-flight entry is marked abandoned
     /// although the work continues; a retry is admitted, finds the original
     /// running and waits for its result (through the result cache) holding a slot.

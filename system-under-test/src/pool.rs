@@ -164,7 +164,7 @@ impl Pool {
 
         // De-duplication before admission.
         let dedup = self.cfg.dedup;
-        if dedup != DedupMode::Off {
+        if dedup != DedupMode::Disabled {
             if let Some(entry) = self.inflight.lookup(doc) {
                 match dedup {
                     DedupMode::RejectBeforeAdmission => {
@@ -199,7 +199,7 @@ impl Pool {
             }
         }
 
-        let entry = if dedup == DedupMode::Off {
+        let entry = if dedup == DedupMode::Disabled {
             InflightRegistry::standalone(pages)
         } else {
             match self.inflight.register(doc, pages) {
