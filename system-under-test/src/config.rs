@@ -67,6 +67,10 @@ pub struct PoolConfig {
     /// Time to split one page off a document before it is queued for the GPU (seed 002's splitter).
     #[serde(with = "humantime_serde")]
     pub split_time: Duration,
+    /// Fix for zombie work (seed 003): when a request's deadline passes, its
+    /// pages still queued for the GPU are dropped instead of computed for a
+    /// caller that has gone. Off: the zone keeps serving timed-out work.
+    pub cancel_queued_on_deadline: bool,
 }
 
 impl Default for PoolConfig {
@@ -80,6 +84,7 @@ impl Default for PoolConfig {
             },
             dedup: DedupMode::RejectBeforeAdmission,
             split_time: Duration::ZERO,
+            cancel_queued_on_deadline: false,
         }
     }
 }
@@ -240,8 +245,11 @@ pub struct RouterConfig {
     /// Fix: redirect only what the target can absorb: at most this share of the
     /// target's own recent traffic is added on top of it. None = redirect everything (defect).
     pub failover_headroom: Option<f64>,
-    /// Retries of the gateway layer that may be redirected to another zone.
-    pub retries_follow_redirect: bool,
+    /// Fixed failover pairs (`az3: az2`): a failing zone's traffic goes to its
+    /// pair, as the incident's AZ03 traffic went to AZ02. When pairs are given,
+    /// only the listed zones fail over; with none, every failing zone fails over
+    /// to the healthiest other zone.
+    pub failover: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for RouterConfig {
@@ -250,7 +258,7 @@ impl Default for RouterConfig {
             redirect_failure_ratio: 0.5,
             window: Duration::from_secs(1),
             failover_headroom: None,
-            retries_follow_redirect: true,
+            failover: Default::default(),
         }
     }
 }
@@ -343,6 +351,19 @@ impl SystemConfig {
         }
         if r.window.is_zero() {
             return Err(bad("router.window", "must be > 0"));
+        }
+        for (from, to) in &r.failover {
+            for z in [from, to] {
+                if !self.zones.contains(z) {
+                    return Err(bad("router.failover", format!("unknown zone {z:?}")));
+                }
+            }
+            if from == to {
+                return Err(bad(
+                    "router.failover",
+                    format!("zone {from:?} cannot fail over to itself"),
+                ));
+            }
         }
         if let Some(h) = r.failover_headroom {
             if !(h > 0.0 && h.is_finite()) {

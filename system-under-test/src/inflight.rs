@@ -33,6 +33,8 @@ pub struct InflightEntry {
     pub pages: u32,
     abandoned: AtomicBool,
     done: watch::Sender<Option<WorkOutcome>>,
+    /// Set when the work should stop (the caller gave up and the pool drops zombie work).
+    cancel: watch::Sender<bool>,
 }
 
 impl InflightEntry {
@@ -55,6 +57,17 @@ impl InflightEntry {
 
     pub fn elapsed(&self) -> Duration {
         self.started.elapsed()
+    }
+
+    /// Asks the compute task to drop its queued work.
+    pub fn cancel(&self) {
+        self.cancel.send_replace(true);
+    }
+
+    /// Resolves when `cancel` was called.
+    pub async fn cancelled(&self) {
+        let mut rx = self.cancel.subscribe();
+        let _ = rx.wait_for(|c| *c).await;
     }
 }
 
@@ -103,6 +116,7 @@ impl InflightRegistry {
             pages,
             abandoned: AtomicBool::new(false),
             done: tx,
+            cancel: watch::channel(false).0,
         });
         map.insert(doc, entry.clone());
         Ok(entry)
@@ -116,6 +130,7 @@ impl InflightRegistry {
             pages,
             abandoned: AtomicBool::new(false),
             done: tx,
+            cancel: watch::channel(false).0,
         })
     }
 

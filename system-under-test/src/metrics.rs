@@ -20,6 +20,9 @@ impl Counter {
     pub fn inc(&self) {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
+    pub fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }

@@ -51,8 +51,10 @@ pub struct PoolMetrics {
     /// Documents whose computation finished after their request had been answered 504.
     pub zombie_work: Counter,
     pub documents_computed: Counter,
-    /// Compute tasks that failed (page queue overflow, lost pages).
+    /// Compute tasks that failed (page queue overflow, lost pages, cancelled).
     pub compute_failures: Counter,
+    /// Queued pages dropped because their caller had given up (zombie-work fix).
+    pub pages_cancelled: Counter,
 }
 
 /// One zone's pool.
@@ -227,6 +229,9 @@ impl Pool {
                 // The caller is answered; the slot is freed when `_permit` drops;
                 // the page work goes on.
                 self.inflight.mark_abandoned(&entry);
+                if self.cfg.cancel_queued_on_deadline {
+                    entry.cancel();
+                }
                 self.deadline()
             }
         }
@@ -283,7 +288,7 @@ impl Pool {
     ) {
         let pool = self.clone();
         tokio::spawn(async move {
-            let outcome = pool.compute(&tenant, doc, pages).await;
+            let outcome = pool.compute(&tenant, doc, pages, &entry).await;
             match outcome {
                 WorkOutcome::Done(digest) => {
                     pool.metrics.documents_computed.inc();
@@ -316,7 +321,13 @@ impl Pool {
         });
     }
 
-    async fn compute(&self, tenant: &str, doc: u64, pages: u32) -> WorkOutcome {
+    async fn compute(
+        &self,
+        tenant: &str,
+        doc: u64,
+        pages: u32,
+        entry: &InflightEntry,
+    ) -> WorkOutcome {
         let (job, mut results) = self.gpu.open_job(tenant, doc);
         for page in 0..pages {
             if !self.cfg.split_time.is_zero() {
@@ -352,9 +363,16 @@ impl Pool {
         };
         // An executor error loses pages; the bound keeps the entry (and its
         // waiters) from living forever.
-        match tokio::time::timeout(COMPUTE_GIVE_UP, collect).await {
-            Ok(true) => WorkOutcome::Done(document_digest(&values)),
-            _ => WorkOutcome::Failed,
+        tokio::select! {
+            r = tokio::time::timeout(COMPUTE_GIVE_UP, collect) => match r {
+                Ok(true) => WorkOutcome::Done(document_digest(&values)),
+                _ => WorkOutcome::Failed,
+            },
+            _ = entry.cancelled() => {
+                let dropped = job.cancel_queued();
+                self.metrics.pages_cancelled.add(dropped as u64);
+                WorkOutcome::Failed
+            }
         }
     }
 }

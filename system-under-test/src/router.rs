@@ -85,17 +85,26 @@ pub struct Route {
 pub struct ZoneRouter {
     cfg: RouterConfig,
     zones: Mutex<Vec<ZoneState>>,
+    /// Fixed failover target per zone index, from `cfg.failover`.
+    pairs: Vec<Option<usize>>,
 }
 
 impl ZoneRouter {
-    pub fn new(cfg: RouterConfig, zones: usize) -> Self {
+    /// `names` are the zones in index order (pairs in `cfg.failover` refer to them).
+    pub fn new(cfg: RouterConfig, names: &[String]) -> Self {
         let st = ZoneState {
             window: Window::new(cfg.window),
             stopped: false,
             throttle: None,
         };
+        let index = |n: &String| names.iter().position(|z| z == n);
+        let pairs = names
+            .iter()
+            .map(|z| cfg.failover.get(z).and_then(index))
+            .collect();
         ZoneRouter {
-            zones: Mutex::new(vec![st; zones]),
+            zones: Mutex::new(vec![st; names.len()]),
+            pairs,
             cfg,
         }
     }
@@ -126,9 +135,16 @@ impl ZoneRouter {
         let mut target = home;
         let mut redirected = false;
         if n > 1 && ratio(&zones[home]) > self.cfg.redirect_failure_ratio {
-            let best = (0..n)
-                .filter(|&i| i != home && !zones[i].stopped)
-                .min_by(|&a, &b| ratio(&zones[a]).total_cmp(&ratio(&zones[b])));
+            let paired = self.pairs.iter().any(Option::is_some);
+            let best = match self.pairs.get(home).copied().flatten() {
+                Some(pair) if !zones[pair].stopped => Some(pair),
+                Some(_) => None,
+                // With pairs configured, only the listed zones fail over.
+                None if paired => None,
+                None => (0..n)
+                    .filter(|&i| i != home && !zones[i].stopped)
+                    .min_by(|&a, &b| ratio(&zones[a]).total_cmp(&ratio(&zones[b]))),
+            };
             if let Some(b) = best {
                 let allowed = match self.cfg.failover_headroom {
                     None => true,
@@ -209,13 +225,17 @@ mod tests {
         }
     }
 
+    fn names(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("z{i}")).collect()
+    }
+
     fn doc_with_home(r: &ZoneRouter, zone: usize, n: usize) -> u64 {
         (0..).find(|&d| r.home(d, n) == zone).unwrap()
     }
 
     #[tokio::test(start_paused = true)]
     async fn failing_zone_is_redirected() {
-        let r = ZoneRouter::new(cfg(None), 3);
+        let r = ZoneRouter::new(cfg(None), &names(3));
         let d = doc_with_home(&r, 2, 3);
         for _ in 0..10 {
             r.record(2, true);
@@ -235,8 +255,29 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn failover_pair_wins_over_healthiest() {
+        let mut c = cfg(None);
+        c.failover.insert("z2".into(), "z1".into());
+        let r = ZoneRouter::new(c, &names(3));
+        let d = doc_with_home(&r, 2, 3);
+        for _ in 0..10 {
+            r.record(2, true);
+            r.record(1, true);
+            r.record(0, false);
+        }
+        // z1 is failing too, but it is z2's pair.
+        assert_eq!(
+            r.route(d).unwrap(),
+            Route {
+                zone: 1,
+                redirected: true
+            }
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn headroom_limits_redirected_traffic() {
-        let r = ZoneRouter::new(cfg(Some(0.5)), 2);
+        let r = ZoneRouter::new(cfg(Some(0.5)), &names(2));
         let d = doc_with_home(&r, 1, 2);
         for _ in 0..10 {
             r.record(1, true);
@@ -254,7 +295,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn stopped_and_throttled_zones_reject() {
-        let r = ZoneRouter::new(cfg(None), 1);
+        let r = ZoneRouter::new(cfg(None), &names(1));
         r.set_stopped(0, true);
         assert_eq!(r.route(1), Err(RejectReason::AllocationsStopped));
         r.set_stopped(0, false);

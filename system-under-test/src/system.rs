@@ -64,7 +64,7 @@ impl System {
                 )
             })
             .collect::<Vec<_>>();
-        let router = ZoneRouter::new(config.router.clone(), pools.len());
+        let router = ZoneRouter::new(config.router.clone(), &config.zones);
         let gateway = Gateway::new(pools, router, config.gateway.clone());
         Arc::new(System {
             config,

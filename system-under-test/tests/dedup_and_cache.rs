@@ -198,3 +198,74 @@ async fn sized_cache_serves_the_retry() {
     );
     assert_eq!(p.gpu().stats().pages_recomputed, 0);
 }
+
+/// Seed 003: without the fix a zone keeps computing work whose caller has gone
+/// (zombie work); with `cancel_queued_on_deadline` the queued pages are dropped.
+async fn zombie_run(cancel: bool) -> Arc<Pool> {
+    let gpu = GpuScheduler::start(
+        SchedulerConfig {
+            lanes: 1,
+            page_time: Duration::from_millis(10),
+            page_queue: 10_000,
+            policy: SchedulingPolicy::Fifo,
+        },
+        Arc::new(CpuExecutor::new()),
+    );
+    let cache = Arc::new(MemoryCache::new(&CacheConfig::default()));
+    let p = Pool::new(
+        "z1".into(),
+        PoolConfig {
+            slots: 100,
+            deadline: Duration::from_millis(100),
+            dedup: DedupMode::Disabled,
+            cancel_queued_on_deadline: cancel,
+            ..PoolConfig::default()
+        },
+        PageConfig {
+            words: 16,
+            rounds: 1,
+        },
+        cache,
+        FailureCache::new(Duration::ZERO, 10),
+        gpu,
+    );
+    // 20 one-page requests at once: 200 ms of GPU for a 100 ms deadline.
+    let mut reqs = Vec::new();
+    for d in 0..20u64 {
+        let p = p.clone();
+        reqs.push(tokio::spawn(async move { p.handle("t", d, 1).await }));
+    }
+    for r in reqs {
+        r.await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    p
+}
+
+#[tokio::test(start_paused = true)]
+async fn defect_zone_serves_callers_that_have_gone() {
+    let p = zombie_run(false).await;
+    assert!(
+        p.metrics.zombie_work.get() >= 5,
+        "zombie work: {}",
+        p.metrics.zombie_work.get()
+    );
+    assert_eq!(
+        p.gpu().stats().pages_computed,
+        20,
+        "every page computed, answered or not"
+    );
+    assert_eq!(p.metrics.pages_cancelled.get(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn fix_drops_queued_work_of_callers_that_have_gone() {
+    let p = zombie_run(true).await;
+    assert_eq!(p.metrics.zombie_work.get(), 0);
+    assert!(
+        p.metrics.pages_cancelled.get() >= 5,
+        "cancelled: {}",
+        p.metrics.pages_cancelled.get()
+    );
+    assert!(p.gpu().stats().pages_computed < 20);
+}

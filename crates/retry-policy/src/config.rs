@@ -20,7 +20,8 @@ use std::time::Duration;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RetryConfig {
-    /// Total attempts including the first; 1 = no retries. Must be >= 1.
+    /// Total attempts including the first; 1 = no retries (the default). Must be >= 1.
+    #[serde(default = "one")]
     pub max_attempts: u32,
     /// Delay between attempts when the server gave no usable Retry-After.
     #[serde(default)]
@@ -253,4 +254,8 @@ impl Default for RetryConfig {
     fn default() -> Self {
         RetryConfig::no_retries()
     }
+}
+
+fn one() -> u32 {
+    1
 }

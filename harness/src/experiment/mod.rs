@@ -135,6 +135,16 @@ pub struct TimelineEntry {
     pub is_fault: bool,
     pub trigger: bool,
     pub label: String,
+    /// Actions only: the variants it applies to (None: all).
+    pub variants: Option<Vec<String>>,
+}
+
+impl TimelineEntry {
+    pub fn applies_to(&self, variant: &str) -> bool {
+        self.variants
+            .as_ref()
+            .is_none_or(|v| v.iter().any(|n| n == variant))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -167,6 +167,10 @@ pub struct RawTimelineEntry {
     pub trigger: Option<bool>,
     #[serde(default)]
     pub label: Option<String>,
+    /// Only for actions: the variants in which operators took it (a reaction
+    /// to the incident). Faults always apply to every variant.
+    #[serde(default)]
+    pub variants: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize, Clone)]

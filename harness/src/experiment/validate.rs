@@ -245,9 +245,23 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
     }
 
     let zones: Vec<String> = variants[0].system.zones.clone();
+    let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
     let mut timeline = Vec::new();
     for (i, e) in timeline_raw.iter().enumerate() {
-        timeline.push(timeline_entry(&cx, i, e, duration, &zones, &environment)?);
+        let entry = timeline_entry(&cx, i, e, duration, &zones, &environment)?;
+        if let Some(only) = &entry.variants {
+            if entry.is_fault {
+                return Err(cx.err(&e.referenced, format!("timeline[{i}].variants"), "a fault applies to every variant (same trigger for before and after); only actions can be limited to variants"));
+            }
+            if let Some(bad) = only.iter().find(|n| !names.contains(n)) {
+                return Err(cx.err(
+                    &e.referenced,
+                    format!("timeline[{i}].variants"),
+                    format!("no such variant {bad:?}"),
+                ));
+            }
+        }
+        timeline.push(entry);
     }
     timeline.sort_by_key(|e| e.at);
 
@@ -617,6 +631,7 @@ fn timeline_entry(
     Ok(TimelineEntry {
         at,
         duration: dur,
+        variants: v.variants.clone(),
         trigger: v.trigger.unwrap_or(is_fault),
         op,
         is_fault,
@@ -676,12 +691,9 @@ fn expectation(
 ) -> Result<ExpectationSpec, ExperimentError> {
     let at = &value.referenced;
     let field = format!("expect.{variant}.{key}");
-    let (mut metric, mut zone, mut window) = (key.trim().to_string(), None, None);
-    if let Some(i) = metric.find('{') {
-        let inner = metric[i + 1..].trim_end_matches('}').to_string();
-        metric.truncate(i);
-        zone = Some(inner);
-    } else if let Some(i) = metric.find('[') {
+    let mut metric = key.trim().to_string();
+    let mut window = None;
+    if let Some(i) = metric.find('[') {
         let inner = metric[i + 1..].trim_end_matches(']').to_string();
         metric.truncate(i);
         let (a, b) = inner.split_once("..").ok_or_else(|| {
@@ -697,6 +709,11 @@ fn expectation(
             return Err(cx.err(at, &field, "window end must be after its start"));
         }
         window = Some((a, b));
+    }
+    let mut zone = None;
+    if let Some(i) = metric.find('{') {
+        zone = Some(metric[i + 1..].trim_end_matches('}').to_string());
+        metric.truncate(i);
     }
     if !METRICS.contains(&metric.as_str()) {
         return Err(cx.err(

@@ -10,7 +10,9 @@
 //!   events, then to the other). No trigger at all: [`RecoveryVerdict::NoTrigger`].
 //! * **Baseline.** Over the whole seconds in `[warmup_s, first trigger)` that
 //!   have at least [`MIN_ATTEMPTS`] completed attempts: the mean per-second
-//!   failure ratio and the mean per-second p99. No such second, or a baseline
+//!   failure ratio and the *highest* per-second p99 (the envelope of normal
+//!   behaviour: a per-second p99 of ~100 samples is noisy, and judging
+//!   recovery against its mean would call a healthy system metastable). No such second, or a baseline
 //!   failure ratio above `wave_threshold`: [`RecoveryVerdict::NeverHealthy`].
 //! * **Healthy second.** At least [`MIN_ATTEMPTS`] completed attempts, failure
 //!   ratio <= max(baseline ratio x `recovery_factor`, baseline ratio + 0.02)
@@ -109,7 +111,11 @@ fn measure_baseline(seconds: &[Second], cfg: &AnalysisConfig, first: f64) -> Opt
         .collect();
     let failure_ratio =
         series::mean_finite(before.iter().filter_map(|s| series::failure_ratio(s)))?;
-    let p99_ms = series::mean_finite(before.iter().map(|s| s.p99_ms)).unwrap_or(0.0);
+    let p99_ms = before
+        .iter()
+        .map(|s| s.p99_ms)
+        .filter(|p| p.is_finite())
+        .fold(0.0, f64::max);
     let factor = if cfg.recovery_factor.is_finite() {
         cfg.recovery_factor
     } else {
@@ -210,7 +216,7 @@ pub fn judge_recovery(v: &VariantRun, cfg: &AnalysisConfig) -> RecoveryJudgement
 /// The rule in words with the configured numbers; the report cites it.
 pub fn recovery_rule_text(cfg: &AnalysisConfig) -> String {
     format!(
-        "Baseline = mean per-second failure ratio and mean per-second p99 over the whole seconds \
+        "Baseline = mean per-second failure ratio and highest per-second p99 over the whole seconds \
          from {warm} s (after warm-up) to the first trigger, counting seconds with at least \
          {MIN_ATTEMPTS} completed attempts; no such second, or a baseline failure ratio above \
          {thr:.0} %, is judged NEVER HEALTHY. After the last trigger ends, a second is healthy when \
