@@ -234,12 +234,13 @@ async fn drive_variant(
         base_url: base.clone(),
         token: token.clone(),
     });
-    let timeline_task = tokio::spawn(timeline::run(
-        exp.timeline.clone(),
-        start,
-        admin,
-        events.clone(),
-    ));
+    let entries = exp
+        .timeline
+        .iter()
+        .filter(|e| e.applies_to(&v.name))
+        .cloned()
+        .collect();
+    let timeline_task = tokio::spawn(timeline::run(entries, start, admin, events.clone()));
 
     // Sampler: one row per second until the load (and its drain) is over.
     let (done_tx, mut done_rx) = tokio::sync::watch::channel(false);

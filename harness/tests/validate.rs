@@ -264,3 +264,19 @@ fn seed_experiments_validate() {
     }
     assert!(n >= 1);
 }
+
+#[test]
+fn actions_may_be_limited_to_variants_faults_may_not() {
+    let e = parse(
+        &BASE.replace(
+            "  - { at: 1s, fault: { cache_fill: { entries: 10 } } }\n",
+            "  - { at: 1s, fault: { cache_fill: { entries: 10 } } }\n  - { at: 2s, action: { set_gateway_attempts: { attempts: 1 } }, variants: [a] }\n",
+        ),
+        "exp.yaml",
+        false,
+    )
+    .unwrap();
+    assert!(e.timeline[1].applies_to("a") && !e.timeline[1].applies_to("b"));
+    assert!(e.timeline[0].applies_to("b"));
+    check(&broken("at: 1s,", "at: 1s, variants: [a],"), 11, "timeline[0].variants");
+}
