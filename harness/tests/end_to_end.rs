@@ -230,7 +230,10 @@ async fn arrival_rate_holds_at_2000_per_second() {
                 retry_policy::RetryConfig::no_retries(),
                 std::time::Duration::from_secs(2),
                 hard_stop,
-                sut::config::PageConfig { words: 1, rounds: 1 },
+                sut::config::PageConfig {
+                    words: 1,
+                    rounds: 1,
+                },
                 1,
                 reports,
                 ctx_stop.clone(),
@@ -244,6 +247,13 @@ async fn arrival_rate_holds_at_2000_per_second() {
         total.load(Ordering::Relaxed),
         recorder.late_arrivals()
     );
-    assert_eq!(total.load(Ordering::Relaxed), planned, "every arrival was sent once");
-    assert!(got as f64 >= 0.98 * planned as f64, "rate fell behind: {got} of {planned} in the window");
+    assert_eq!(
+        total.load(Ordering::Relaxed),
+        planned,
+        "every arrival was sent once"
+    );
+    assert!(
+        got as f64 >= 0.98 * planned as f64,
+        "rate fell behind: {got} of {planned} in the window"
+    );
 }

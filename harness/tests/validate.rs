@@ -278,5 +278,9 @@ fn actions_may_be_limited_to_variants_faults_may_not() {
     .unwrap();
     assert!(e.timeline[1].applies_to("a") && !e.timeline[1].applies_to("b"));
     assert!(e.timeline[0].applies_to("b"));
-    check(&broken("at: 1s,", "at: 1s, variants: [a],"), 11, "timeline[0].variants");
+    check(
+        &broken("at: 1s,", "at: 1s, variants: [a],"),
+        11,
+        "timeline[0].variants",
+    );
 }

@@ -12,7 +12,8 @@
 //!   have at least [`MIN_ATTEMPTS`] completed attempts: the mean per-second
 //!   failure ratio and the *highest* per-second p99 (the envelope of normal
 //!   behaviour: a per-second p99 of ~100 samples is noisy, and judging
-//!   recovery against its mean would call a healthy system metastable). No such second, or a baseline
+//!   recovery against its mean would call a healthy system metastable); every
+//!   p99 here is smoothed by a centred 3-second median. No such second, or a baseline
 //!   failure ratio above `wave_threshold`: [`RecoveryVerdict::NeverHealthy`].
 //! * **Healthy second.** At least [`MIN_ATTEMPTS`] completed attempts, failure
 //!   ratio <= max(baseline ratio x `recovery_factor`, baseline ratio + 0.02)
@@ -111,9 +112,10 @@ fn measure_baseline(seconds: &[Second], cfg: &AnalysisConfig, first: f64) -> Opt
         .collect();
     let failure_ratio =
         series::mean_finite(before.iter().filter_map(|s| series::failure_ratio(s)))?;
+    let smooth = smoothed_p99(before.iter().copied());
     let p99_ms = before
         .iter()
-        .map(|s| s.p99_ms)
+        .filter_map(|s| smooth.get(&s.t).copied())
         .filter(|p| p.is_finite())
         .fold(0.0, f64::max);
     let factor = if cfg.recovery_factor.is_finite() {
@@ -130,10 +132,34 @@ fn measure_baseline(seconds: &[Second], cfg: &AnalysisConfig, first: f64) -> Opt
     })
 }
 
-fn healthy(s: &Second, b: &Baseline) -> bool {
+fn healthy(s: &Second, p99_ms: f64, b: &Baseline) -> bool {
     series::trusted_failure_ratio(s).is_some_and(|r| r <= b.ratio_limit)
-        && s.p99_ms.is_finite()
-        && s.p99_ms <= b.p99_limit_ms
+        && p99_ms.is_finite()
+        && p99_ms <= b.p99_limit_ms
+}
+
+/// Per-second p99 smoothed by a centred 3-second median: a p99 of ~100
+/// samples is nearly the maximum, and one slow request would otherwise break
+/// a recovered streak. Seconds missing from the series are left out.
+/// Only the seconds given are used, so the baseline never borrows latency
+/// from the trigger's first second, nor the recovery from the trigger's last.
+fn smoothed_p99<'a>(
+    seconds: impl IntoIterator<Item = &'a Second>,
+) -> std::collections::BTreeMap<u32, f64> {
+    let by_t: std::collections::BTreeMap<u32, f64> =
+        seconds.into_iter().map(|s| (s.t, s.p99_ms)).collect();
+    by_t.keys()
+        .map(|&t| {
+            let mut w: Vec<f64> = [t.checked_sub(1), Some(t), t.checked_add(1)]
+                .into_iter()
+                .flatten()
+                .filter_map(|x| by_t.get(&x).copied())
+                .filter(|p| p.is_finite())
+                .collect();
+            w.sort_by(f64::total_cmp);
+            (t, w.get(w.len() / 2).copied().unwrap_or(f64::NAN))
+        })
+        .collect()
 }
 
 /// First second from which the variant stays healthy long enough (see module doc).
@@ -147,10 +173,16 @@ fn recovery_second(
     let end = seconds.iter().map(|s| s.t.saturating_add(1)).max()?;
     // (t, healthy) of the seconds after the trigger, in time order; a missing
     // second breaks a streak like an unhealthy one.
+    let smooth = smoothed_p99(seconds.iter().filter(|s| s.t >= start));
     let mut after: Vec<(u32, bool)> = seconds
         .iter()
         .filter(|s| s.t >= start)
-        .map(|s| (s.t, healthy(s, b)))
+        .map(|s| {
+            (
+                s.t,
+                healthy(s, smooth.get(&s.t).copied().unwrap_or(f64::NAN), b),
+            )
+        })
         .collect();
     after.sort_by_key(|&(t, _)| t);
     after.dedup_by_key(|&mut (t, _)| t);
@@ -216,7 +248,8 @@ pub fn judge_recovery(v: &VariantRun, cfg: &AnalysisConfig) -> RecoveryJudgement
 /// The rule in words with the configured numbers; the report cites it.
 pub fn recovery_rule_text(cfg: &AnalysisConfig) -> String {
     format!(
-        "Baseline = mean per-second failure ratio and highest per-second p99 over the whole seconds \
+        "Baseline = mean per-second failure ratio and highest per-second p99 (each p99 smoothed by a \
+         centred 3-second median) over the whole seconds \
          from {warm} s (after warm-up) to the first trigger, counting seconds with at least \
          {MIN_ATTEMPTS} completed attempts; no such second, or a baseline failure ratio above \
          {thr:.0} %, is judged NEVER HEALTHY. After the last trigger ends, a second is healthy when \

@@ -228,3 +228,16 @@ fn verdict_serializes_with_a_tag() {
     let v = serde_json::to_value(RecoveryVerdict::NeverHealthy).unwrap();
     assert_eq!(v, serde_json::json!({"verdict": "never_healthy"}));
 }
+
+#[test]
+fn one_slow_second_does_not_break_a_recovery() {
+    // A lone p99 spike after the trigger is smoothed away by the 3-second median ...
+    let mut pts = concat(&[rep(20, 0, 50.0), rep(10, 90, 900.0), rep(20, 0, 50.0)]);
+    pts[38].1 = 400.0;
+    let j = judge_recovery(&variant(&pts, Some((20.0, 30.0))), &cfg());
+    assert_eq!(j.verdict, RecoveryVerdict::Recovered { after_s: 0.0 });
+    // ... but two in a row are a real slowdown.
+    pts[39].1 = 400.0;
+    let j = judge_recovery(&variant(&pts, Some((20.0, 30.0))), &cfg());
+    assert_eq!(j.verdict, RecoveryVerdict::Recovered { after_s: 10.0 });
+}

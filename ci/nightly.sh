@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Nightly chaos run: every experiment over a few seeds, then one index page.
+#
+#   ci/nightly.sh [--quick] [--debug] [--out DIR] [--experiments DIR]
+#
+#   --quick            run each experiment's quick form (about 45 s instead of
+#                      about 3 min); the default seeds become "1"
+#   --debug            build and run the debug harness (default: --release)
+#   --out DIR          where the reports go (default reports/nightly/<UTC date-time>)
+#   --experiments DIR  where the *.yaml files are (default experiments/)
+#
+# Environment: SEEDS (default "1 2 3", "1" with --quick), RUN_TIMEOUT (seconds
+# per harness run; default 900, 300 with --quick).
+#
+# Writes <out>/<experiment>/<run-id>/ per run, <out>/runs.tsv (what ran and its
+# exit code), <out>/logs/, <out>/nightly.log (this script's whole output) and
+# <out>/index.html, then regenerates reports/index.html over every run under
+# reports/. Exit 0 when every run met every expectation, 1 when any run failed
+# an expectation, errored or timed out (the index is written first), 2 when the
+# setup (arguments, build) failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+quick=""
+profile="release"
+out=""
+exp_dir="experiments"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick="--quick" ;;
+    --debug) profile="debug" ;;
+    --out) out=${2:?--out needs a folder}; shift ;;
+    --experiments) exp_dir=${2:?--experiments needs a folder}; shift ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "nightly: unknown argument: $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+if [ -n "$quick" ]; then
+  seeds=${SEEDS:-1}; run_timeout=${RUN_TIMEOUT:-300}; mode=quick
+else
+  seeds=${SEEDS:-1 2 3}; run_timeout=${RUN_TIMEOUT:-900}; mode=full
+fi
+
+shopt -s nullglob
+experiments=("$exp_dir"/*.yaml)
+shopt -u nullglob
+if [ ${#experiments[@]} -eq 0 ]; then
+  echo "nightly: no *.yaml in $exp_dir" >&2
+  exit 2
+fi
+
+# A fresh folder per night, so earlier nights stay browsable next to it.
+out=${out:-reports/nightly/$(date -u +%Y%m%dT%H%M%SZ)}
+mkdir -p "$out/logs"
+out=$(cd "$out" && pwd)  # absolute: the harness prints absolute report paths
+: >"$out/runs.tsv"
+
+# Everything below also goes to nightly.log, so an unattended night can be read back.
+exec > >(tee -a "$out/nightly.log") 2>&1
+echo "nightly: $(date -u +%FT%TZ) $mode, profile $profile, seeds '$seeds', ${#experiments[@]} experiment(s) from $exp_dir, out $out"
+
+# The Vulkan loader complains on every start without a private runtime dir.
+if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "$XDG_RUNTIME_DIR" ]; then
+  XDG_RUNTIME_DIR=$(mktemp -d)
+  export XDG_RUNTIME_DIR
+fi
+chmod 700 "$XDG_RUNTIME_DIR" 2>/dev/null || true
+
+start=$SECONDS
+build_flags=(-p harness)
+[ "$profile" = release ] && build_flags+=(--release)
+echo "nightly: cargo build ${build_flags[*]}"
+if ! cargo build "${build_flags[@]}"; then
+  echo "nightly: build failed"
+  exit 2
+fi
+harness="${CARGO_TARGET_DIR:-$root/target}/$profile/harness"
+echo "nightly: build took $((SECONDS - start)) s"
+
+# Container images are only needed by environments that run the system in
+# Docker; the embedded experiments do not, so a missing piece is a note, not an error.
+if command -v docker >/dev/null 2>&1 && [ -f ci/images.sh ]; then
+  echo "nightly: building container images (ci/images.sh)"
+  bash ci/images.sh || { echo "nightly: ci/images.sh failed"; exit 2; }
+elif [ -f ci/images.sh ]; then
+  echo "nightly: note: docker not found, container images not built"
+else
+  echo "nightly: note: no ci/images.sh yet, container images not built"
+fi
+
+failed=0
+for f in "${experiments[@]}"; do
+  name=$(basename "$f" .yaml)
+  for s in $seeds; do
+    log="$out/logs/$name-seed$s.log"
+    t0=$SECONDS
+    echo "nightly: run $name seed $s ($mode, limit ${run_timeout}s)"
+    # SIGINT first: the harness then writes the report of what it measured
+    # (exit 130); timeout itself exits 124. KILL if it does not stop in 30 s.
+    set +e
+    timeout --signal=INT --kill-after=30 "$run_timeout" \
+      "$harness" "$f" $quick --seed "$s" --quiet --out "$out" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    set -e
+    secs=$((SECONDS - t0))
+    # The harness names its report folder on its last line: "report: DIR/index.html".
+    report=$(sed -n 's|^report: \(.*\)/index\.html$|\1|p' "$log" | tail -1)
+    report=${report#"$out"/}
+    case "$rc" in
+      0) verdict=PASS ;;
+      1) verdict="FAIL (expectation)" ;;
+      2) verdict="ERROR (bad input or setup)" ;;
+      124) verdict="TIMEOUT (over ${run_timeout}s)" ;;
+      130) verdict="INTERRUPTED" ;;
+      *) verdict="ERROR (exit $rc)" ;;
+    esac
+    [ "$rc" -eq 0 ] || failed=1
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$f" "$name" "$s" "$mode" "$rc" "$secs" \
+      "${report:--}" >>"$out/runs.tsv"
+    echo "nightly: $verdict $name seed $s in ${secs}s${report:+ -> $report/index.html}"
+  done
+done
+
+# The nightly folder is linked from the index run by run; the harness's
+# per-experiment "latest" links would only make artifact uploads (which follow
+# links) carry every run twice.
+find "$out" -mindepth 2 -maxdepth 2 -name latest -type l -delete
+
+python3 ci/nightly_index.py "$out" || { echo "nightly: writing $out/index.html failed"; failed=1; }
+# reports/index.html lists every run under reports/ (this night's if --out is there).
+case "$out/" in
+  "$root/reports/"*) ;;
+  *) echo "nightly: note: $out is outside reports/, so reports/index.html does not list it" ;;
+esac
+python3 ci/nightly_index.py reports || { echo "nightly: writing reports/index.html failed"; failed=1; }
+
+echo "nightly: done in $((SECONDS - start)) s: $(if [ $failed -eq 0 ]; then echo all runs passed; else echo SOME RUNS FAILED; fi)"
+echo "nightly: index $out/index.html"
+exit $failed
