@@ -99,8 +99,10 @@ for f in "${experiments[@]}"; do
     echo "nightly: run $name seed $s ($mode, limit ${run_timeout}s)"
     # SIGINT first: the harness then writes the report of what it measured
     # (exit 130); timeout itself exits 124. KILL if it does not stop in 30 s.
+    # --foreground: otherwise timeout also signals its own process group, the
+    # harness sees a second Ctrl-C and exits without writing its report.
     set +e
-    timeout --signal=INT --kill-after=30 "$run_timeout" \
+    timeout --foreground --signal=INT --kill-after=30 "$run_timeout" \
       "$harness" "$f" $quick --seed "$s" --quiet --out "$out" 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
     set -e

@@ -26,6 +26,7 @@ EXIT_MEANING = {
     124: "timed out",
     130: "interrupted",
     137: "killed",
+    143: "terminated",
 }
 
 
@@ -143,6 +144,7 @@ def row(top, run):
     links = []
     if run["report"] and (run["report"] / "index.html").exists():
         links.append(link(top, run["report"] / "index.html", "report"))
+    if run["report"] and (run["report"] / "junit.xml").exists():
         links.append(link(top, run["report"] / "junit.xml", "junit"))
     if run["log"] and run["log"].exists():
         links.append(link(top, run["log"], "log"))
@@ -177,6 +179,7 @@ tr.fail td:first-child { border-left: 6px solid #c22; }
 .bad { color: #c22; }
 .status { padding: .5em 1em; color: white; font-weight: bold; display: inline-block; }
 .green { background: #2a2; } .red { background: #c22; }
+h2 .status { font-size: .6em; vertical-align: middle; padding: .2em .6em; }
 """
 
 
@@ -204,7 +207,9 @@ def render(top, groups):
         if len(groups) > 1 or folder is None:
             title = ("Runs outside nightly.sh" if folder is None
                      else os.path.relpath(folder, top))
-            parts.append(f"<h2>{html.escape(title)}</h2>")
+            ok = all(passed(r) for r in runs)
+            parts.append(f'<h2>{html.escape(title)} <span class="status {"green" if ok else "red"}">'
+                         f'{"passed" if ok else "failed"}</span></h2>')
         if folder is not None and (folder / "nightly.log").exists():
             parts.append(f"<p>{link(top, folder / 'nightly.log', 'nightly.log')}</p>")
         parts.append("<table><tr>" + "".join(f"<th>{h}</th>" for h in HEAD) + "</tr>")

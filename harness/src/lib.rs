@@ -7,6 +7,7 @@
 //! [`recorder`]) records every second. Analysis and report files come from the
 //! `run-report` crate.
 
+pub mod ablate;
 pub mod environment;
 pub mod experiment;
 pub mod interrupt;

@@ -58,6 +58,28 @@ enum Command {
         #[arg(long)]
         quick: bool,
     },
+    /// Which defect caused it? Runs before-fix with one fix at a time and
+    /// after-fix without one fix at a time, and classifies each defect and fix.
+    Ablate {
+        experiment: PathBuf,
+        /// Use the experiment's quick form for every run.
+        #[arg(long)]
+        quick: bool,
+        #[arg(long, default_value = "before-fix")]
+        before: String,
+        #[arg(long, default_value = "after-fix")]
+        after: String,
+        /// Refuse plans estimated to take longer than this (e.g. 10m).
+        #[arg(long, default_value = "10m")]
+        budget: humantime::Duration,
+        /// Run even when the estimate exceeds the budget.
+        #[arg(long)]
+        force: bool,
+        #[arg(long, default_value = "reports")]
+        out: PathBuf,
+        #[arg(long)]
+        seed: Option<u64>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -71,6 +93,25 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Some(Command::Validate { experiment, quick }) => validate(&experiment, quick),
+        Some(Command::Ablate {
+            experiment,
+            quick,
+            before,
+            after,
+            budget,
+            force,
+            out,
+            seed,
+        }) => ablate(
+            &experiment,
+            quick,
+            &before,
+            &after,
+            *budget,
+            force,
+            out,
+            seed,
+        ),
         None => match cli.run.experiment.clone() {
             Some(path) => run(path, cli.run),
             None => {
@@ -161,6 +202,103 @@ fn run(path: PathBuf, args: RunArgs) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn ablate(
+    path: &std::path::Path,
+    quick: bool,
+    before: &str,
+    after: &str,
+    budget: std::time::Duration,
+    force: bool,
+    out: PathBuf,
+    seed: Option<u64>,
+) -> ExitCode {
+    use harness::ablate;
+    let mut exp = match experiment::load(path, quick) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(s) = seed {
+        exp.seed = s;
+    }
+    let plan = match ablate::plan(&exp, before, after) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let est = ablate::estimate(&plan);
+    eprintln!(
+        "ablation of {}: {} fix groups ({}), {} runs, estimated {}",
+        exp.name,
+        plan.groups.len(),
+        plan.groups
+            .iter()
+            .map(|g| g.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        plan.experiment.variants.len(),
+        humantime::format_duration(std::time::Duration::from_secs(est.as_secs()))
+    );
+    if est > budget && !force {
+        eprintln!(
+            "error: the estimate exceeds the budget of {}; use --quick, a larger --budget, or --force",
+            humantime::format_duration(budget)
+        );
+        return ExitCode::from(2);
+    }
+    let stop = Arc::new(StopSignal::default());
+    install_ctrl_c(stop.clone());
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: starting the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let opts = RunOptions {
+        out_dir: out,
+        quiet: false,
+        variant: None,
+    };
+    let outcome = match rt.block_on(runner::run(&plan.experiment, &opts, stop.clone())) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let c = ablate::classify(
+        &plan.groups,
+        &plan.before,
+        &plan.after,
+        &ablate::results_of(&outcome.analysis),
+    );
+    print!("{}", ablate::table(&c));
+    let png = std::fs::read(outcome.report_dir.join("charts/waves.png")).ok();
+    let page = ablate::html(&exp.name, &c, "index.html", png.as_deref());
+    let json = serde_json::to_string_pretty(&c).unwrap_or_default();
+    for (name, body) in [("ablation.html", page), ("ablation.json", json)] {
+        let p = outcome.report_dir.join(name);
+        if let Err(e) = std::fs::write(&p, body) {
+            eprintln!("error: writing {}: {e}", p.display());
+            return ExitCode::from(2);
+        }
+    }
+    eprintln!("ablation: {}/ablation.html", outcome.report_dir.display());
+    if outcome.interrupted {
+        return ExitCode::from(130);
+    }
+    ExitCode::SUCCESS
 }
 
 fn print_summary(o: &runner::RunOutcome, quiet: bool) {

@@ -285,11 +285,17 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
     }
     let mut incident = Vec::new();
     for (i, f) in raw.incident.iter().enumerate() {
-        if !METRICS.contains(&f.value.metric.as_str()) {
+        let known = run_report::MetricRef::parse(&f.value.metric)
+            .filter(|m| METRICS.contains(&m.name.as_str()));
+        if known.is_none() {
             return Err(cx.err(
                 &f.referenced,
                 format!("incident[{i}].metric"),
-                format!("unknown metric {:?}", f.value.metric),
+                format!(
+                    "{:?} is not a metric: write NAME, NAME{{ZONE}} or NAME[FROMs..TOs] with NAME one of {}",
+                    f.value.metric,
+                    METRICS.join(", ")
+                ),
             ));
         }
         if !variant_names.contains(&f.value.variant.as_str()) {

@@ -20,6 +20,8 @@
 //!   and p99 <= max(baseline p99 x `recovery_factor`, baseline p99 + 5 ms).
 //!   The absolute slack keeps noise around a near-zero baseline from being
 //!   judged as "not recovered"; a second where nothing completes is not healthy.
+//! * **End of the run** is its last second with at least [`MIN_ATTEMPTS`]
+//!   completed attempts: the drain after the load stops is not judged.
 //! * **Recovered** at the first second `t >= ceil(last trigger end)` that starts
 //!   `recovery_window_s` consecutive healthy seconds, or, when fewer seconds
 //!   remain in the run, that is healthy through the end of the run provided at
@@ -170,7 +172,16 @@ fn recovery_second(
     last: f64,
 ) -> Option<u32> {
     let start = last.max(0.0).ceil().min(f64::from(u32::MAX)) as u32;
-    let end = seconds.iter().map(|s| s.t.saturating_add(1)).max()?;
+    // The run ends at its last second with enough traffic to judge: the
+    // drain after the load stops has too few completions to be healthy, and
+    // must not be read as a relapse.
+    let end = seconds
+        .iter()
+        .filter(|s| series::completed(s) >= MIN_ATTEMPTS)
+        .map(|s| s.t.saturating_add(1))
+        .max()?;
+    let seconds: Vec<Second> = seconds.iter().filter(|s| s.t < end).cloned().collect();
+    let seconds = &seconds[..];
     // (t, healthy) of the seconds after the trigger, in time order; a missing
     // second breaks a streak like an unhealthy one.
     let smooth = smoothed_p99(seconds.iter().filter(|s| s.t >= start));

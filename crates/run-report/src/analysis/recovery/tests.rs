@@ -241,3 +241,16 @@ fn one_slow_second_does_not_break_a_recovery() {
     let j = judge_recovery(&variant(&pts, Some((20.0, 30.0))), &cfg());
     assert_eq!(j.verdict, RecoveryVerdict::Recovered { after_s: 10.0 });
 }
+
+#[test]
+fn the_drain_after_the_load_is_not_a_relapse() {
+    // Recovered for 6 s, then 2 s of drain with almost nothing completing.
+    let pts = concat(&[
+        rep(20, 0, 50.0),
+        rep(10, 90, 900.0),
+        rep(6, 0, 50.0),
+        rep(2, -1, 0.0),
+    ]);
+    let j = judge_recovery(&variant(&pts, Some((20.0, 30.0))), &cfg());
+    assert_eq!(j.verdict, RecoveryVerdict::Recovered { after_s: 0.0 });
+}
