@@ -59,6 +59,9 @@ out=$(cd "$out" && pwd)  # absolute: the harness prints absolute report paths
 
 # Everything below also goes to nightly.log, so an unattended night can be read back.
 exec > >(tee -a "$out/nightly.log") 2>&1
+tee_pid=$!
+# On exit, let tee finish writing the log before the script's status is returned.
+trap 'exec >&- 2>&-; wait "$tee_pid" 2>/dev/null || true' EXIT
 echo "nightly: $(date -u +%FT%TZ) $mode, profile $profile, seeds '$seeds', ${#experiments[@]} experiment(s) from $exp_dir, out $out"
 
 # The Vulkan loader complains on every start without a private runtime dir.
@@ -68,12 +71,27 @@ if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "$XDG_RUNTIME_DIR" ]; then
 fi
 chmod 700 "$XDG_RUNTIME_DIR" 2>/dev/null || true
 
+# The index is written even when nothing could run, so a published site never
+# keeps showing an older green night.
+write_indexes() {
+  local ok=0
+  python3 ci/nightly_index.py "$out" || { echo "nightly: writing $out/index.html failed"; ok=1; }
+  # reports/index.html lists every run under reports/ (this night's if --out is there).
+  case "$out/" in
+    "$root/reports/"*) ;;
+    *) echo "nightly: note: $out is outside reports/, so reports/index.html does not list it" ;;
+  esac
+  python3 ci/nightly_index.py reports || { echo "nightly: writing reports/index.html failed"; ok=1; }
+  return $ok
+}
+
 start=$SECONDS
 build_flags=(-p harness)
 [ "$profile" = release ] && build_flags+=(--release)
 echo "nightly: cargo build ${build_flags[*]}"
 if ! cargo build "${build_flags[@]}"; then
   echo "nightly: build failed"
+  write_indexes || true
   exit 2
 fi
 harness="${CARGO_TARGET_DIR:-$root/target}/$profile/harness"
@@ -83,7 +101,7 @@ echo "nightly: build took $((SECONDS - start)) s"
 # Docker; the embedded experiments do not, so a missing piece is a note, not an error.
 if command -v docker >/dev/null 2>&1 && [ -f ci/images.sh ]; then
   echo "nightly: building container images (ci/images.sh)"
-  bash ci/images.sh || { echo "nightly: ci/images.sh failed"; exit 2; }
+  bash ci/images.sh || { echo "nightly: ci/images.sh failed"; write_indexes || true; exit 2; }
 elif [ -f ci/images.sh ]; then
   echo "nightly: note: docker not found, container images not built"
 else
@@ -130,13 +148,7 @@ done
 # links) carry every run twice.
 find "$out" -mindepth 2 -maxdepth 2 -name latest -type l -delete
 
-python3 ci/nightly_index.py "$out" || { echo "nightly: writing $out/index.html failed"; failed=1; }
-# reports/index.html lists every run under reports/ (this night's if --out is there).
-case "$out/" in
-  "$root/reports/"*) ;;
-  *) echo "nightly: note: $out is outside reports/, so reports/index.html does not list it" ;;
-esac
-python3 ci/nightly_index.py reports || { echo "nightly: writing reports/index.html failed"; failed=1; }
+write_indexes || failed=1
 
 echo "nightly: done in $((SECONDS - start)) s: $(if [ $failed -eq 0 ]; then echo all runs passed; else echo SOME RUNS FAILED; fi)"
 echo "nightly: index $out/index.html"

@@ -194,6 +194,8 @@ def render(top, groups):
                f"{len(all_runs) - n_ok - n_err} failed an expectation, {n_err} errored, "
                f"timed out or were interrupted; expectations {n_exp_ok} passed, "
                f"{len(exps) - n_exp_ok} failed.")
+    if not all_runs:
+        summary = "No run finished: the build or setup failed first (see nightly.log)."
     parts = [
         "<!DOCTYPE html><html><head><meta charset=\"utf-8\">",
         "<title>Nightly chaos runs</title>", f"<style>{STYLE}</style></head><body>",
@@ -207,7 +209,7 @@ def render(top, groups):
         if len(groups) > 1 or folder is None:
             title = ("Runs outside nightly.sh" if folder is None
                      else os.path.relpath(folder, top))
-            ok = all(passed(r) for r in runs)
+            ok = bool(runs) and all(passed(r) for r in runs)
             parts.append(f'<h2>{html.escape(title)} <span class="status {"green" if ok else "red"}">'
                          f'{"passed" if ok else "failed"}</span></h2>')
         if folder is not None and (folder / "nightly.log").exists():

@@ -19,6 +19,8 @@ pub struct Target {
     pub admin_token: Option<String>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    /// Our own redis-server, stopped with the target.
+    redis: Option<sut::redis_server::RedisServer>,
 }
 
 impl Target {
@@ -38,6 +40,8 @@ impl Target {
                 );
             }
         }
+        // After the system: it holds connections to it.
+        drop(self.redis.take());
     }
 }
 
@@ -97,7 +101,20 @@ pub async fn start(
 ) -> anyhow::Result<Target> {
     match (&exp.environment, executor) {
         (Environment::Embedded, Some(executor)) => {
-            let system = System::start_with_executor(v.system.clone(), executor);
+            let mut config = v.system.clone();
+            // A Redis cache without a URL: start our own redis-server for this variant.
+            let redis = match &mut config.cache.backend {
+                sut::config::CacheBackend::Redis(r) if r.url.is_none() => {
+                    let server = sut::redis_server::RedisServer::start(r.maxmemory_mb, r.policy)
+                        .map_err(|e| anyhow::anyhow!("variant {}: {e}", v.name))?;
+                    r.url = Some(server.url());
+                    Some(server)
+                }
+                _ => None,
+            };
+            let system = System::start_with_executor(config, executor)
+                .await
+                .with_context(|| format!("starting the system under test for {}", v.name))?;
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
                 .await
                 .context("binding a loopback port")?;
@@ -111,6 +128,7 @@ pub async fn start(
                 admin_token: Some(v.system.admin_token.clone()),
                 shutdown: Some(tx),
                 server: Some(server),
+                redis,
             })
         }
         (Environment::External { url, admin_token }, _) => Ok(Target {
@@ -118,6 +136,7 @@ pub async fn start(
             admin_token: admin_token.clone(),
             shutdown: None,
             server: None,
+            redis: None,
         }),
         (Environment::Embedded, None) => {
             anyhow::bail!("embedded environment without a page executor")

@@ -8,6 +8,7 @@
 //! `run-report` crate.
 
 pub mod ablate;
+pub mod bench;
 pub mod environment;
 pub mod experiment;
 pub mod interrupt;

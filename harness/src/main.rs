@@ -80,6 +80,16 @@ enum Command {
         #[arg(long)]
         seed: Option<u64>,
     },
+    /// Benchmarks the harness itself: load ceiling vs wrk, the service's hot
+    /// path, the page executors, and peak memory through a retry storm.
+    Bench {
+        /// Shorter windows (a smoke test).
+        #[arg(long)]
+        quick: bool,
+        /// Run one step only (`storm` is how the memory step re-runs itself).
+        #[arg(long, hide = true, value_enum)]
+        only: Option<harness::bench::Step>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -112,6 +122,7 @@ fn main() -> ExitCode {
             out,
             seed,
         ),
+        Some(Command::Bench { quick, only }) => harness::bench::cli(quick, only),
         None => match cli.run.experiment.clone() {
             Some(path) => run(path, cli.run),
             None => {

@@ -170,11 +170,52 @@ impl Default for CacheConfig {
     }
 }
 
+/// Where results are stored. YAML: `backend: memory` or
+/// `backend: { redis: { maxmemory_mb: 2, policy: allkeys_random } }`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum CacheBackend {
+    /// In-process, bounded by `capacity` entries.
+    Memory,
+    /// A real Redis, bounded by its `maxmemory`.
+    Redis(RedisCacheConfig),
+}
+
+/// A Redis result cache. Seed 000's defect for real: at `maxmemory` with an
+/// evicting policy, newly written results are acknowledged and then evicted;
+/// the fix is a sized instance with `noeviction`, whose refusals (OOM) the
+/// cache reports as explicit errors.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedisCacheConfig {
+    /// `redis://127.0.0.1:PORT`. Absent: the harness starts its own
+    /// `redis-server` with `maxmemory_mb` and `policy` and fills this in.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// The instance's memory limit, in MB (when the harness starts it).
+    pub maxmemory_mb: f64,
+    pub policy: RedisPolicy,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum CacheBackend {
-    /// In-process, bounded.
-    Memory,
+pub enum RedisPolicy {
+    /// Evicts random keys at the limit: acknowledged results disappear (defect).
+    AllkeysRandom,
+    AllkeysLru,
+    /// Refuses writes at the limit with an OOM error (fix: loud).
+    Noeviction,
+}
+
+impl RedisPolicy {
+    /// The name Redis uses.
+    pub fn as_redis(&self) -> &'static str {
+        match self {
+            RedisPolicy::AllkeysRandom => "allkeys-random",
+            RedisPolicy::AllkeysLru => "allkeys-lru",
+            RedisPolicy::Noeviction => "noeviction",
+        }
+    }
 }
 
 /// What the cache does with a write when it is at its storage limit.
@@ -331,6 +372,19 @@ impl SystemConfig {
         }
         if self.page.rounds == 0 {
             return Err(bad("page.rounds", "must be >= 1"));
+        }
+        if let CacheBackend::Redis(r) = &self.cache.backend {
+            if !(r.maxmemory_mb >= 1.0 && r.maxmemory_mb <= 65536.0) {
+                return Err(bad(
+                    "cache.backend.redis.maxmemory_mb",
+                    "must be between 1 and 65536",
+                ));
+            }
+            if let Some(u) = &r.url {
+                if !u.starts_with("redis://") {
+                    return Err(bad("cache.backend.redis.url", "must start with redis://"));
+                }
+            }
         }
         if self.cache.capacity == 0 {
             return Err(bad("cache.capacity", "must be >= 1"));

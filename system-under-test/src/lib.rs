@@ -17,6 +17,8 @@ pub mod gateway;
 pub mod inflight;
 pub mod metrics;
 pub mod pool;
+pub mod redis_cache;
+pub mod redis_server;
 pub mod retry_after;
 pub mod router;
 pub mod server;

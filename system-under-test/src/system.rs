@@ -31,23 +31,36 @@ pub enum StartError {
     Config(#[from] crate::config::ConfigError),
     #[error("page executor: {0}")]
     Executor(#[from] gpu_executor::ExecError),
+    #[error("result cache: {0}")]
+    Cache(String),
 }
 
 impl System {
     /// Builds the system; must be called inside a tokio runtime (schedulers are tasks).
-    pub fn start(config: SystemConfig) -> Result<Arc<System>, StartError> {
+    pub async fn start(config: SystemConfig) -> Result<Arc<System>, StartError> {
         config.validate()?;
         let executor = select_executor(config.executor)?;
-        Ok(Self::start_with_executor(config, executor))
+        Self::start_with_executor(config, executor).await
     }
 
     /// As `start`, with a given executor (tests, or one device shared by several systems).
-    pub fn start_with_executor(
+    pub async fn start_with_executor(
         config: SystemConfig,
         executor: Arc<dyn PageExecutor>,
-    ) -> Arc<System> {
-        let cache: Arc<dyn ResultCache> = match config.cache.backend {
+    ) -> Result<Arc<System>, StartError> {
+        let cache: Arc<dyn ResultCache> = match &config.cache.backend {
             CacheBackend::Memory => Arc::new(MemoryCache::new(&config.cache)),
+            CacheBackend::Redis(r) => {
+                let url = r.url.as_deref().ok_or_else(|| {
+                    StartError::Cache(
+                        "cache.backend.redis.url is not set (the harness sets it when it starts redis-server itself)"
+                            .into(),
+                    )
+                })?;
+                crate::redis_cache::RedisCache::connect(url)
+                    .await
+                    .map_err(|e| StartError::Cache(e.to_string()))?
+            }
         };
         let pools = config
             .zones
@@ -66,12 +79,12 @@ impl System {
             .collect::<Vec<_>>();
         let router = ZoneRouter::new(config.router.clone(), &config.zones);
         let gateway = Gateway::new(pools, router, config.gateway.clone());
-        Arc::new(System {
+        Ok(Arc::new(System {
             config,
             gateway,
             cache,
             executor,
-        })
+        }))
     }
 
     pub fn executor_info(&self) -> ExecutorInfo {

@@ -36,7 +36,9 @@ async fn main() -> anyhow::Result<()> {
         }
         None => SystemConfig::default(),
     };
-    let system = System::start(config).context("starting the system under test")?;
+    let system = System::start(config)
+        .await
+        .context("starting the system under test")?;
     let info = system.executor_info();
     eprintln!(
         "sut: page executor: {}{}",

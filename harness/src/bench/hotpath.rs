@@ -1,0 +1,113 @@
+//! Step 2, the service's hot path: cache-hit `POST /v1/extract` on the real
+//! system under test, next to a bare endpoint answering the same JSON body.
+//!
+//! The cheapest thing the service does is answer from its result cache; if
+//! even that were slow, the harness would measure the HTTP stack instead of
+//! the overload mechanisms. Both sides are driven by the same client (wrk with
+//! a POST script, or the closed-loop reqwest client when wrk is missing) with
+//! the same connections. The baseline is the fixed responder of
+//! [`super::server`] (stricter than a bare axum handler); the axum stack's own
+//! floor is shown too, as the service's `GET /healthz` (a handler returning
+//! "ok" behind the same router and concurrency limit).
+
+use super::{client, server, wrk, Windows};
+use anyhow::{ensure, Context};
+use std::sync::Arc;
+use std::time::Duration;
+use sut::{ExtractResponse, ResultSource, System, SystemConfig};
+
+/// Connections of the closed-loop client, for both sides.
+pub const CONNECTIONS: u64 = 64;
+
+pub struct HotPath {
+    pub sut_rps: f64,
+    pub bare_rps: f64,
+    /// The service's `GET /healthz`: the axum stack with a trivial handler.
+    pub healthz_rps: f64,
+    /// Which client drove both sides.
+    pub client: String,
+}
+
+/// Starts the system on 127.0.0.1:0, warms the cache, and compares.
+pub fn run(w: &Windows) -> anyhow::Result<HotPath> {
+    let server_rt = super::runtime("bench-sut")?;
+    let client_rt = super::runtime("bench-client")?;
+    let system = server_rt
+        .block_on(System::start_with_executor(
+            SystemConfig::default(),
+            Arc::new(gpu_executor::CpuExecutor::new()),
+        ))
+        .context("starting the system under test")?;
+    let listener = server_rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .context("binding the system under test on 127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();
+    server_rt.spawn(sut::server::run(listener, system, async move {
+        let _ = stopped.await;
+    }));
+    let extract = format!("http://{addr}/v1/extract");
+    let body = client_rt.block_on(warm_cache(&extract))?;
+    let bare = server_rt.block_on(server::start(server::response(
+        "200 OK",
+        &[],
+        "application/json",
+        body.as_bytes(),
+    )))?;
+    let healthz = format!("http://{addr}/healthz");
+    let wrk_bin = wrk::find();
+    let measure = |url: &str, post: bool| -> anyhow::Result<f64> {
+        let json = post.then_some(super::ceiling::BODY);
+        match &wrk_bin {
+            Some(bin) => wrk::run(bin, url, CONNECTIONS, w.measure, json),
+            None => client_rt.block_on(client::closed_loop(url, json, CONNECTIONS, w.measure)),
+        }
+        .with_context(|| format!("driving {url}"))
+    };
+    let sut_rps = measure(&extract, true)?;
+    let bare_rps = measure(&bare.url("/v1/extract"), true)?;
+    let healthz_rps = measure(&healthz, false)?;
+    let _ = shutdown.send(());
+    Ok(HotPath {
+        sut_rps,
+        bare_rps,
+        healthz_rps,
+        client: match wrk_bin {
+            Some(_) => format!("wrk, 2 threads, {CONNECTIONS} connections"),
+            None => format!(
+                "closed-loop reqwest client, {CONNECTIONS} connections ({})",
+                wrk::MISSING
+            ),
+        },
+    })
+}
+
+/// Computes the benchmark document once, then checks the next answer is a
+/// cache hit; returns that answer's body (the bare endpoint serves the same).
+async fn warm_cache(url: &str) -> anyhow::Result<String> {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()?;
+    let mut last = None;
+    for _ in 0..2 {
+        let r = client
+            .post(url)
+            .header("content-type", "application/json")
+            .body(super::ceiling::BODY)
+            .send()
+            .await
+            .context("warming the cache")?;
+        let status = r.status();
+        let text = r.text().await?;
+        ensure!(status == 200, "warming the cache: {status}: {text}");
+        last = Some(text);
+    }
+    let body = last.unwrap_or_default();
+    let parsed: ExtractResponse =
+        serde_json::from_str(&body).with_context(|| format!("reading the answer {body}"))?;
+    ensure!(
+        parsed.source == ResultSource::Cache,
+        "the second request was not a cache hit: {body}"
+    );
+    Ok(body)
+}

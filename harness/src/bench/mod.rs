@@ -1,0 +1,364 @@
+//! `harness bench`: can the harness out-drive the system it tests?
+//!
+//! A chaos harness that cannot send more than the service can take hides the
+//! overload it is meant to show. Four measurements, in one run, each with its
+//! target printed PASS / MISS beside it (see BENCHMARKS.md for method and
+//! latest numbers):
+//!
+//! 1. [`ceiling`]: the harness's load path vs wrk on a trivial endpoint (>= 0.5).
+//! 2. [`hotpath`]: a cache-hit `POST /v1/extract` vs a bare endpoint (>= 0.5).
+//! 3. [`pages`]: wgpu vs CPU page executor pages/s (no target; informs capacity).
+//! 4. [`memory`]: peak RSS through a 200k-attempt retry storm (< 300 MB), in a
+//!    fresh process so earlier steps do not inflate it.
+//!
+//! Traffic goes to 127.0.0.1 only. External tools (wrk) are optional: a
+//! missing one is reported and its comparison skipped.
+
+mod ceiling;
+mod client;
+mod hotpath;
+mod memory;
+mod pages;
+mod server;
+mod wrk;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// One step of the benchmark (`--only`); `storm` is also how the memory step
+/// runs itself in a fresh process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Step {
+    Storm,
+    Ceiling,
+    Hotpath,
+    Pages,
+}
+
+/// Targets of the issue ("Benchmarks").
+pub const CEILING_TARGET: f64 = 0.5;
+pub const HOTPATH_TARGET: f64 = 0.5;
+pub const PEAK_RSS_TARGET_MB: f64 = 300.0;
+/// Attempts the full storm must reach for its memory target to count.
+pub const STORM_ATTEMPTS: u64 = 200_000;
+
+/// How long each step measures.
+#[derive(Clone, Debug)]
+pub struct Windows {
+    pub warmup: Duration,
+    /// Whole seconds (wrk and the recorder count whole seconds).
+    pub measure: Duration,
+    pub pages_each: Duration,
+    pub storm_attempts: u64,
+    pub storm_limit: Duration,
+}
+
+impl Windows {
+    pub fn new(quick: bool) -> Self {
+        if quick {
+            Windows {
+                warmup: Duration::from_secs(1),
+                measure: Duration::from_secs(2),
+                pages_each: Duration::from_millis(250),
+                storm_attempts: 50_000,
+                storm_limit: Duration::from_secs(20),
+            }
+        } else {
+            Windows {
+                warmup: Duration::from_secs(1),
+                measure: Duration::from_secs(5),
+                pages_each: Duration::from_secs(1),
+                storm_attempts: STORM_ATTEMPTS,
+                storm_limit: Duration::from_secs(60),
+            }
+        }
+    }
+}
+
+/// The command: runs the steps, prints each result with its verdict.
+/// Exit 0 every target met, 1 a target missed, 2 a step failed to run.
+pub fn cli(quick: bool, only: Option<Step>) -> ExitCode {
+    // goose would install its own Ctrl-C handler, which only stops goose users;
+    // here Ctrl-C should just end the benchmark.
+    let _ = ctrlc::set_handler(|| std::process::exit(130));
+    let w = Windows::new(quick);
+    if only == Some(Step::Storm) {
+        return match memory::run_here(&w) {
+            Ok(s) => {
+                eprintln!("{}", storm_line(&s, &w).0);
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let want = |s: Step| only.is_none_or(|o| o == s);
+    println!(
+        "harness bench{}: {} build, {} CPU(s); traffic to 127.0.0.1 only",
+        if quick { " --quick" } else { "" },
+        if cfg!(debug_assertions) {
+            "DEBUG (numbers understate a release build)"
+        } else {
+            "release"
+        },
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+    );
+    let mut verdicts: Vec<Verdict> = Vec::new();
+    if want(Step::Storm) {
+        section(&format!(
+            "4. memory: peak RSS through a retry storm of >= {} attempts (fresh process)",
+            w.storm_attempts
+        ));
+        verdicts.push(match memory::run_in_child(quick) {
+            Ok(s) => {
+                let (line, v) = storm_line(&s, &w);
+                println!("{line}");
+                v
+            }
+            Err(e) => error(e),
+        });
+    }
+    if want(Step::Ceiling) {
+        section(&format!(
+            "1. load ceiling: harness load path (goose + journeys + recorder) vs wrk, fixed-503 endpoint, {} s window",
+            w.measure.as_secs()
+        ));
+        verdicts.push(match ceiling::run(&w) {
+            Ok(c) => print_ceiling(&c),
+            Err(e) => error(e),
+        });
+    }
+    if want(Step::Hotpath) {
+        section(&format!(
+            "2. hot path: cache-hit POST /v1/extract on the system under test vs a bare endpoint, {} s each",
+            w.measure.as_secs()
+        ));
+        verdicts.push(match hotpath::run(&w) {
+            Ok(h) => print_hotpath(&h),
+            Err(e) => error(e),
+        });
+    }
+    if want(Step::Pages) {
+        section(&format!(
+            "3. page executor: pages/s, batches of {} pages, ~{} ms per size",
+            pages::BATCH,
+            w.pages_each.as_millis()
+        ));
+        print_pages(&pages::run(w.pages_each));
+    }
+    println!();
+    if verdicts.contains(&Verdict::Error) {
+        println!("bench: a step failed to run (see above)");
+        ExitCode::from(2)
+    } else if verdicts.contains(&Verdict::Miss) {
+        println!("bench: a target was MISSED");
+        ExitCode::from(1)
+    } else {
+        println!("bench: every measured target PASSED");
+        ExitCode::SUCCESS
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    Pass,
+    Miss,
+    Skipped,
+    Error,
+}
+
+impl Verdict {
+    fn of(ok: bool) -> Self {
+        if ok {
+            Verdict::Pass
+        } else {
+            Verdict::Miss
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Verdict::Pass => "PASS",
+            Verdict::Miss => "MISS",
+            Verdict::Skipped => "SKIPPED",
+            Verdict::Error => "ERROR",
+        }
+    }
+}
+
+fn section(title: &str) {
+    println!("\n{title}");
+}
+
+fn error(e: anyhow::Error) -> Verdict {
+    println!("   ERROR: {e:#}");
+    Verdict::Error
+}
+
+/// A multi-threaded runtime with two workers (this machine's cores), one per
+/// side of a measurement so client and server do not share worker threads.
+fn runtime(name: &str) -> anyhow::Result<tokio::runtime::Runtime> {
+    use anyhow::Context;
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name(name)
+        .enable_all()
+        .build()
+        .with_context(|| format!("starting the {name} runtime"))
+}
+
+fn rate(x: f64) -> String {
+    let n = x.round() as u64;
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn storm_line(s: &memory::Storm, w: &Windows) -> (String, Verdict) {
+    let mb = s.peak_rss_kb as f64 / 1024.0;
+    let enough = s.attempts >= w.storm_attempts;
+    let v = if enough {
+        Verdict::of(mb < PEAK_RSS_TARGET_MB)
+    } else {
+        Verdict::Miss
+    };
+    let mut line = format!(
+        "   peak RSS {mb:.1} MB (baseline {:.1} MB) through {} attempts of {} documents in {:.1} s ({}/s; goose saw {})\n   target < {PEAK_RSS_TARGET_MB:.0} MB  {}",
+        s.baseline_rss_kb as f64 / 1024.0,
+        rate(s.attempts as f64),
+        s.documents,
+        s.seconds,
+        rate(s.attempts as f64 / s.seconds.max(1e-9)),
+        rate(s.goose_requests as f64),
+        v.label()
+    );
+    if !enough {
+        line.push_str(&format!(
+            " (only {} of the {} attempts required were made)",
+            s.attempts, w.storm_attempts
+        ));
+    }
+    if w.storm_attempts < STORM_ATTEMPTS {
+        line.push_str(&format!(
+            " (quick: {} attempts; the target is defined for {STORM_ATTEMPTS})",
+            w.storm_attempts
+        ));
+    }
+    if s.endpoint_in_process {
+        line.push_str(" (the endpoint ran in the same process and is counted in the peak)");
+    }
+    (line, v)
+}
+
+fn print_ceiling(c: &ceiling::Ceiling) -> Verdict {
+    println!(
+        "   harness  {:>9} req/s  ({} connections opened, max_in_flight {}, offered {}/s, {} arrivals waited for the cap; endpoint answered {} in all)",
+        rate(c.harness_rps),
+        c.connections,
+        ceiling::MAX_IN_FLIGHT,
+        rate(ceiling::OFFERED_RATE),
+        rate(c.late as f64),
+        rate(c.endpoint_requests as f64)
+    );
+    match &c.wrk_rps {
+        Ok(w) => {
+            let ratio = c.harness_rps / w;
+            let v = Verdict::of(ratio >= CEILING_TARGET);
+            println!(
+                "   wrk      {:>9} req/s  (same endpoint, {} connections)",
+                rate(*w),
+                c.connections.max(1)
+            );
+            println!(
+                "   ratio harness/wrk {ratio:.2}   target >= {CEILING_TARGET}  {}",
+                v.label()
+            );
+            v
+        }
+        Err(why) => {
+            println!("   wrk: {why}");
+            println!("   ratio harness/wrk: n/a  {}", Verdict::Skipped.label());
+            Verdict::Skipped
+        }
+    }
+}
+
+fn print_hotpath(h: &hotpath::HotPath) -> Verdict {
+    let ratio = h.sut_rps / h.bare_rps;
+    let v = Verdict::of(ratio >= HOTPATH_TARGET);
+    println!("   client: {}", h.client);
+    println!(
+        "   system under test, cache hit   {:>9} req/s",
+        rate(h.sut_rps)
+    );
+    println!(
+        "   bare endpoint, same JSON body  {:>9} req/s  (fixed responder, no framework)",
+        rate(h.bare_rps)
+    );
+    println!(
+        "   axum floor: service GET /healthz {:>7} req/s  (same router and layers, trivial handler)",
+        rate(h.healthz_rps)
+    );
+    println!(
+        "   ratio service/bare {ratio:.2}   target >= {HOTPATH_TARGET}  {}   (service/axum floor {:.2})",
+        v.label(),
+        h.sut_rps / h.healthz_rps
+    );
+    v
+}
+
+fn print_pages(p: &pages::Pages) {
+    match &p.adapter {
+        Ok(a) => println!("   wgpu adapter: {a}"),
+        Err(e) => println!("   NO GPU ADAPTER ({e}): CPU reference only"),
+    }
+    println!(
+        "   {:>6} {:>6} {:>12} {:>12} {:>9}",
+        "words", "rounds", "cpu pages/s", "wgpu pages/s", "wgpu/cpu"
+    );
+    for r in &p.rows {
+        let (gpu, ratio) = match &r.gpu_pps {
+            None => ("-".to_string(), "-".to_string()),
+            Some(Ok(g)) => (rate(*g), format!("{:.2}", g / r.cpu_pps)),
+            Some(Err(e)) => (format!("ERROR: {e}"), "-".to_string()),
+        };
+        println!(
+            "   {:>6} {:>6} {:>12} {:>12} {:>9}",
+            r.words,
+            r.rounds,
+            rate(r.cpu_pps),
+            gpu,
+            ratio
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_are_grouped_by_thousands() {
+        assert_eq!(rate(0.4), "0");
+        assert_eq!(rate(999.0), "999");
+        assert_eq!(rate(12_345.6), "12,346");
+        assert_eq!(rate(1_234_567.0), "1,234,567");
+    }
+
+    #[test]
+    fn windows_are_whole_seconds() {
+        for q in [false, true] {
+            let w = Windows::new(q);
+            assert_eq!(w.measure.subsec_nanos(), 0);
+            assert_eq!(w.warmup.subsec_nanos(), 0);
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! `RedisServer`: a `redis-server` of our own on a free loopback port.
+//!
+//! The embedded environment and the tests start one per run, configured with
+//! the experiment's `maxmemory` and eviction policy, and stop it when done
+//! (the process is killed when this value is dropped). Persistence is off: the
+//! cache's contents are part of the experiment, not data to keep.
+
+use crate::config::RedisPolicy;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct RedisServer {
+    child: Child,
+    pub port: u16,
+}
+
+impl RedisServer {
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Starts `redis-server` and waits (up to 5 s) until it answers.
+    pub fn start(maxmemory_mb: f64, policy: RedisPolicy) -> Result<RedisServer, String> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| format!("finding a free port: {e}"))?
+            .port();
+        let maxmemory = format!("{}", (maxmemory_mb * 1024.0 * 1024.0) as u64);
+        let child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+            .args(["--maxmemory", &maxmemory, "--maxmemory-policy", policy.as_redis()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => {
+                    "redis-server is not installed; install it with `apt-get install -y redis-server`".to_string()
+                }
+                _ => format!("starting redis-server: {e}"),
+            })?;
+        let server = RedisServer { child, port };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+                use std::io::{Read, Write};
+                let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+                let mut buf = [0u8; 16];
+                if s.write_all(b"PING\r\n").is_ok()
+                    && s.read(&mut buf)
+                        .is_ok_and(|n| buf[..n].starts_with(b"+PONG"))
+                {
+                    return Ok(server);
+                }
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "redis-server on port {port} did not answer within 5 s"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Is `redis-server` on this machine?
+    pub fn available() -> bool {
+        Command::new("redis-server")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
