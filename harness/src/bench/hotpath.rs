@@ -1,14 +1,18 @@
 //! Step 2, the service's hot path: cache-hit `POST /v1/extract` on the real
-//! system under test, next to a bare endpoint answering the same JSON body.
+//! system under test, next to the axum stack's own floor and a bare endpoint.
 //!
 //! The cheapest thing the service does is answer from its result cache; if
 //! even that were slow, the harness would measure the HTTP stack instead of
 //! the overload mechanisms. Both sides are driven by the same client (wrk with
 //! a POST script, or the closed-loop reqwest client when wrk is missing) with
-//! the same connections. The baseline is the fixed responder of
-//! [`super::server`] (stricter than a bare axum handler); the axum stack's own
-//! floor is shown too, as the service's `GET /healthz` (a handler returning
-//! "ok" behind the same router and concurrency limit).
+//! the same connections.
+//!
+//! The target compares with the *axum floor*: the service's own `GET /healthz`
+//! (a handler returning "ok" behind the same router, concurrency limit and
+//! connection handling), the closest thing to a bare axum handler reachable
+//! without adding axum to the harness's dependencies. A fixed responder with
+//! the same JSON body and no framework at all ([`super::server`]) is shown as
+//! the stricter reference.
 
 use super::{client, server, wrk, Windows};
 use anyhow::{ensure, Context};
@@ -21,6 +25,7 @@ pub const CONNECTIONS: u64 = 64;
 
 pub struct HotPath {
     pub sut_rps: f64,
+    /// The fixed responder with the same JSON body (no framework).
     pub bare_rps: f64,
     /// The service's `GET /healthz`: the axum stack with a trivial handler.
     pub healthz_rps: f64,
