@@ -191,7 +191,12 @@ fn unknown_variants_and_bad_values_are_rejected() {
     assert!(e.contains("decorrelated"), "{e}");
     parse_err("max_attempts: 3\nbackoff: { fixed: { delay: soon } }\n");
     parse_err("max_attempts: 3\nbackoff: { fixed: {} }\n");
-    parse_err("backoff: none\n");
+}
+
+#[test]
+fn max_attempts_defaults_to_a_single_attempt() {
+    // So a variant can override only a budget: `retry: { budget: ... }`.
+    assert_eq!(parse("backoff: none\n").max_attempts, 1);
 }
 
 #[test]
