@@ -3,6 +3,7 @@
 //! come from the same generic drawing code, so they always agree.
 
 mod font;
+pub mod heatmap;
 pub mod latency;
 mod panel;
 mod png;
