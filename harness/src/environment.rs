@@ -131,15 +131,59 @@ pub async fn start(
                 redis,
             })
         }
-        (Environment::External { url, admin_token }, _) => Ok(Target {
-            base_url: url.clone(),
-            admin_token: admin_token.clone(),
-            shutdown: None,
-            server: None,
-            redis: None,
-        }),
+        (Environment::External { url, admin_token }, _) => {
+            check_external_page_function(url, admin_token.as_deref(), &v.system.page).await?;
+            Ok(Target {
+                base_url: url.clone(),
+                admin_token: admin_token.clone(),
+                shutdown: None,
+                server: None,
+                redis: None,
+            })
+        }
         (Environment::Embedded, None) => {
             anyhow::bail!("embedded environment without a page executor")
         }
     }
+}
+
+/// An external target's results are verified with the page function of the
+/// experiment's `system.page`; with an admin token, check the target agrees
+/// before sending anything, or every result would be judged incorrect.
+async fn check_external_page_function(
+    url: &str,
+    token: Option<&str>,
+    page: &sut::config::PageConfig,
+) -> anyhow::Result<()> {
+    let Some(token) = token else {
+        eprintln!(
+            "harness: no admin token for {url}: results are verified with system.page {{ words: {}, rounds: {} }} from the experiment, which must match the target",
+            page.words, page.rounds
+        );
+        return Ok(());
+    };
+    let info: serde_json::Value = reqwest::Client::new()
+        .get(format!("{url}/admin/info"))
+        .bearer_auth(token)
+        .timeout(std::time::Duration::from_secs(5))
+        .send()
+        .await
+        .with_context(|| format!("asking {url}/admin/info"))?
+        .error_for_status()
+        .with_context(|| format!("{url}/admin/info"))?
+        .json()
+        .await
+        .with_context(|| format!("reading {url}/admin/info"))?;
+    let words = info.pointer("/page/words").and_then(|v| v.as_u64());
+    let rounds = info.pointer("/page/rounds").and_then(|v| v.as_u64());
+    if words != Some(u64::from(page.words)) || rounds != Some(u64::from(page.rounds)) {
+        anyhow::bail!(
+            "the target's page function is {{ words: {}, rounds: {} }} but the experiment's system.page is {{ words: {}, rounds: {} }}: set system.page to match, or every result would be judged incorrect",
+            words.map(|w| w.to_string()).unwrap_or("?".into()),
+            rounds.map(|r| r.to_string()).unwrap_or("?".into()),
+            page.words,
+            page.rounds
+        );
+    }
+    Ok(())
 }

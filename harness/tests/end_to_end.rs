@@ -257,3 +257,61 @@ async fn arrival_rate_holds_at_2000_per_second() {
         "rate fell behind: {got} of {planned} in the window"
     );
 }
+
+/// `environment: external`: the harness drives a service it did not start,
+/// faults only through its admin API, and checks first that the target's page
+/// function matches the experiment's (else every result would be "incorrect").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn external_target_through_its_admin_api() {
+    let cfg = sut::SystemConfig::from_yaml("pool: { slots: 4, deadline: 300ms }\ngpu: { lanes: 2, page_time: 5ms }\npage: { words: 64, rounds: 2 }\n").unwrap();
+    let system = sut::System::start_with_executor(cfg, Arc::new(gpu_executor::CpuExecutor::new()))
+        .await
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(sut::server::run(listener, system, async {
+        let _ = rx.await;
+    }));
+    let text = |page: &str| {
+        format!(
+            "name: ext\nduration: 3s\nenvironment: external\ntarget: {{ url: \"{url}\", admin_token: local-admin-token }}\n\
+             system: {{ page: {page} }}\nanalysis: {{ recovery_window: 1s, warmup: 1s }}\n\
+             workload:\n  arrival: {{ constant: {{ rate: 20 }} }}\n  documents: {{ pages: {{ fixed: 2 }}, tenants: 2 }}\n  client: {{ timeout: 1s, retry: {{ max_attempts: 2 }} }}\n\
+             timeline:\n  - {{ at: 1s, fault: cache_fill_to_limit, trigger: false }}\n\
+             variants:\n  only: {{}}\n"
+        )
+    };
+    let out = std::env::temp_dir().join(format!("harness-ext-{}", std::process::id()));
+    let opts = RunOptions {
+        out_dir: out.clone(),
+        quiet: true,
+        variant: None,
+    };
+
+    let wrong = parse(&text("{ words: 1024, rounds: 16 }"), "ext.yaml", false).unwrap();
+    let err = runner::run(&wrong, &opts, Arc::new(StopSignal::default()))
+        .await
+        .err()
+        .expect("page mismatch is refused");
+    assert!(format!("{err:#}").contains("page function"), "{err:#}");
+
+    let right = parse(&text("{ words: 64, rounds: 2 }"), "ext.yaml", false).unwrap();
+    let o = runner::run(&right, &opts, Arc::new(StopSignal::default()))
+        .await
+        .unwrap();
+    let v = &o.run.variants[0];
+    assert!(
+        v.integrity.accounted() && v.integrity.completed > 0,
+        "{:?}",
+        v.integrity
+    );
+    assert_eq!(v.integrity.incorrect_results, 0);
+    assert!(
+        v.events.iter().all(|e| e.ok),
+        "the fault went through the admin API: {:?}",
+        v.events
+    );
+    let _ = tx.send(());
+    let _ = std::fs::remove_dir_all(out);
+}

@@ -188,6 +188,8 @@ async fn admin_info(
         "executor": sys.executor_info(),
         "zones": sys.config.zones,
         "pool_deadline_ms": sys.config.pool.deadline.as_millis() as u64,
+        // Clients verify results with the page function's parameters.
+        "page": { "words": sys.config.page.words, "rounds": sys.config.page.rounds },
     }))
     .into_response()
 }
