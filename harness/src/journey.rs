@@ -210,6 +210,7 @@ async fn send(ctx: &JourneyContext, doc: &Document) -> (Attempt, Option<u16>) {
                 .and_then(|v| v.parse::<u64>().ok())
                 .map(Duration::from_secs);
             let retry_after = ms.or(secs);
+            drain(resp).await;
             (
                 Attempt::Failed(
                     AttemptOutcome::Rejected,
@@ -218,15 +219,28 @@ async fn send(ctx: &JourneyContext, doc: &Document) -> (Attempt, Option<u16>) {
                 Some(status),
             )
         }
-        504 => (
-            Attempt::Failed(AttemptOutcome::Timeout, Failure::Timeout),
-            Some(status),
-        ),
-        _ => (
-            Attempt::Failed(AttemptOutcome::Error, Failure::Error),
-            Some(status),
-        ),
+        504 => {
+            drain(resp).await;
+            (
+                Attempt::Failed(AttemptOutcome::Timeout, Failure::Timeout),
+                Some(status),
+            )
+        }
+        _ => {
+            drain(resp).await;
+            (
+                Attempt::Failed(AttemptOutcome::Error, Failure::Error),
+                Some(status),
+            )
+        }
     }
+}
+
+/// Reads an error answer's (small) body so its connection goes back to the
+/// pool: an unread body makes the client open a new connection per attempt,
+/// which in a retry storm costs the load generator more than the requests.
+async fn drain(resp: reqwest::Response) {
+    let _ = resp.bytes().await;
 }
 
 /// Checks a returned result against the reference page function.

@@ -263,7 +263,11 @@ async fn fix_drops_queued_work_of_callers_that_have_gone() {
     let p = zombie_run(true).await;
     // Only queued pages are dropped: the one page computing (1 lane) when a
     // deadline passes may still finish for nobody.
-    assert!(p.metrics.zombie_work.get() <= 1, "zombie work: {}", p.metrics.zombie_work.get());
+    assert!(
+        p.metrics.zombie_work.get() <= 1,
+        "zombie work: {}",
+        p.metrics.zombie_work.get()
+    );
     assert!(
         p.metrics.pages_cancelled.get() >= 5,
         "cancelled: {}",

@@ -8,9 +8,10 @@
 //! completes per second is its ceiling. The endpoint answers every request
 //! with a fixed 503 + `retry-after-ms` (no retries are configured, and a 503
 //! skips the reference-page check). wrk then gets the same endpoint and as
-//! many connections as the harness opened.
+//! many connections as the harness opened. A plain reqwest closed loop is
+//! measured too, to split the gap into "the HTTP client" and "the harness".
 
-use super::{server, wrk, Windows};
+use super::{client, server, wrk, Windows};
 use crate::interrupt::StopSignal;
 use crate::journey::JourneyContext;
 use crate::load::{drive, LoadPlan};
@@ -39,6 +40,9 @@ pub struct Ceiling {
     pub endpoint_requests: u64,
     /// wrk's requests/s, or why it was skipped.
     pub wrk_rps: Result<f64, String>,
+    /// A plain reqwest closed loop with MAX_IN_FLIGHT tasks: the HTTP client's
+    /// own ceiling, without goose, journeys or recorder (diagnostic).
+    pub reqwest_rps: f64,
 }
 
 /// Runs the harness, then wrk, against one fixed-503 endpoint.
@@ -55,6 +59,14 @@ pub fn run(w: &Windows) -> anyhow::Result<Ceiling> {
     let (harness_rps, late) = client_rt.block_on(harness_ceiling(&srv.url(""), w))?;
     let connections = srv.connections();
     let endpoint_requests = srv.requests();
+    let reqwest_rps = client_rt
+        .block_on(client::closed_loop(
+            &srv.url("/v1/extract"),
+            Some(BODY),
+            MAX_IN_FLIGHT,
+            w.measure,
+        ))?
+        .requests_per_sec;
     drop(client_rt);
     let wrk_rps = match wrk::find() {
         None => Err(wrk::MISSING.to_string()),
@@ -65,6 +77,7 @@ pub fn run(w: &Windows) -> anyhow::Result<Ceiling> {
             w.measure,
             Some(BODY),
         )
+        .map(|d| d.requests_per_sec)
         .map_err(|e| format!("wrk failed: {e:#}")),
     };
     Ok(Ceiling {
@@ -73,6 +86,7 @@ pub fn run(w: &Windows) -> anyhow::Result<Ceiling> {
         late,
         endpoint_requests,
         wrk_rps,
+        reqwest_rps,
     })
 }
 

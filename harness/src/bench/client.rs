@@ -5,18 +5,19 @@
 //! the same client, so the ratio still means something, but the absolute
 //! numbers are lower than wrk's (reqwest costs more per request).
 
+use super::wrk::Driven;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// Requests/s over `duration` (after a short warm-up), POSTing `json` or GETting.
+/// Answers/s over `duration` (after a short warm-up), POSTing `json` or GETting.
 pub async fn closed_loop(
     url: &str,
     json: Option<&str>,
     connections: u64,
     duration: Duration,
-) -> anyhow::Result<f64> {
+) -> anyhow::Result<Driven> {
     anyhow::ensure!(
         url.starts_with("http://127.0.0.1:"),
         "refusing to send benchmark traffic to {url}: 127.0.0.1 only"
@@ -28,13 +29,15 @@ pub async fn closed_loop(
     let warm = Instant::now() + Duration::from_millis(300);
     let end = warm + duration;
     let done = Arc::new(AtomicU64::new(0));
+    let non_2xx = Arc::new(AtomicU64::new(0));
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..connections {
-        let (client, url, json, done) = (
+        let (client, url, json, done, non_2xx) = (
             client.clone(),
             url.to_string(),
             json.map(str::to_string),
             done.clone(),
+            non_2xx.clone(),
         );
         tasks.spawn(async move {
             loop {
@@ -45,20 +48,29 @@ pub async fn closed_loop(
                         .body(b.clone()),
                     None => client.get(&url),
                 };
-                let ok = match req.send().await {
-                    Ok(r) => r.bytes().await.is_ok(),
-                    Err(_) => false,
+                let answered = match req.send().await {
+                    Ok(r) => {
+                        let success = r.status().is_success() || r.status().is_redirection();
+                        r.bytes().await.ok().map(|_| success)
+                    }
+                    Err(_) => None,
                 };
                 let now = Instant::now();
                 if now >= end {
                     return;
                 }
-                if ok && now >= warm {
+                if let (Some(success), true) = (answered, now >= warm) {
                     done.fetch_add(1, Ordering::Relaxed);
+                    if !success {
+                        non_2xx.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
             }
         });
     }
     while tasks.join_next().await.is_some() {}
-    Ok(done.load(Ordering::Relaxed) as f64 / duration.as_secs_f64())
+    Ok(Driven {
+        requests_per_sec: done.load(Ordering::Relaxed) as f64 / duration.as_secs_f64(),
+        non_2xx: non_2xx.load(Ordering::Relaxed),
+    })
 }

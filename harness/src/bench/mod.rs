@@ -85,7 +85,10 @@ pub fn cli(quick: bool, only: Option<Step>) -> ExitCode {
     if only == Some(Step::Storm) {
         return match memory::run_here(&w) {
             Ok(s) => {
-                eprintln!("{}", storm_line(&s, &w).0);
+                // Run by `harness bench`, the parent prints it; run directly, say it here.
+                if std::env::var_os(memory::TARGET_ENV).is_none() {
+                    eprintln!("{}", storm_line(&s, &w).0);
+                }
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -267,6 +270,12 @@ fn print_ceiling(c: &ceiling::Ceiling) -> Verdict {
         rate(ceiling::OFFERED_RATE),
         rate(c.late as f64),
         rate(c.endpoint_requests as f64)
+    );
+    println!(
+        "   reqwest  {:>9} req/s  (diagnostic: plain reqwest closed loop, {} tasks, no goose/journeys/recorder; harness/reqwest {:.2})",
+        rate(c.reqwest_rps),
+        ceiling::MAX_IN_FLIGHT,
+        c.harness_rps / c.reqwest_rps
     );
     match &c.wrk_rps {
         Ok(w) => {

@@ -22,7 +22,15 @@ pub fn find() -> Option<PathBuf> {
 pub const MISSING: &str =
     "wrk is not installed (Debian/Ubuntu: sudo apt-get install -y wrk): this comparison is SKIPPED";
 
-/// One wrk run against `url` (127.0.0.1 only); returns requests/s.
+/// What one load run measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Driven {
+    pub requests_per_sec: f64,
+    /// Answers that were not 2xx/3xx (wrk's "Non-2xx or 3xx responses").
+    pub non_2xx: u64,
+}
+
+/// One wrk run against `url` (127.0.0.1 only).
 ///
 /// `post_json`: send POSTs with this JSON body instead of GETs.
 pub fn run(
@@ -31,7 +39,7 @@ pub fn run(
     connections: u64,
     duration: Duration,
     post_json: Option<&str>,
-) -> anyhow::Result<f64> {
+) -> anyhow::Result<Driven> {
     if !url.starts_with("http://127.0.0.1:") {
         bail!("refusing to send benchmark traffic to {url}: 127.0.0.1 only");
     }
@@ -70,8 +78,12 @@ pub fn run(
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    parse_requests_per_sec(&stdout)
-        .with_context(|| format!("no \"Requests/sec:\" line in wrk's output:\n{stdout}"))
+    let requests_per_sec = parse_requests_per_sec(&stdout)
+        .with_context(|| format!("no \"Requests/sec:\" line in wrk's output:\n{stdout}"))?;
+    Ok(Driven {
+        requests_per_sec,
+        non_2xx: parse_non_2xx(&stdout),
+    })
 }
 
 /// The Lua script that makes wrk POST `body` as JSON.
@@ -88,6 +100,14 @@ pub(crate) fn parse_requests_per_sec(out: &str) -> Option<f64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// Reads `Non-2xx or 3xx responses: 12` (absent when every answer was 2xx/3xx).
+pub(crate) fn parse_non_2xx(out: &str) -> u64 {
+    out.lines()
+        .find_map(|l| l.trim().strip_prefix("Non-2xx or 3xx responses:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,6 +120,11 @@ mod tests {
                    Requests/sec:  58934.12\nTransfer/sec:      4.78MB\n";
         assert_eq!(parse_requests_per_sec(out), Some(58934.12));
         assert_eq!(parse_requests_per_sec("unable to connect"), None);
+        assert_eq!(parse_non_2xx(out), 0);
+        assert_eq!(
+            parse_non_2xx("  Non-2xx or 3xx responses: 117988\n"),
+            117988
+        );
     }
 
     #[test]
