@@ -66,3 +66,15 @@ pub fn install_ctrl_c(stop: Arc<StopSignal>) {
         tracing::warn!("could not install the Ctrl-C handler: {e}");
     }
 }
+
+/// The runtime of a harness command, with the Ctrl-C handler installed first
+/// (so goose's own handler leaves ours in place). Errors say what failed.
+pub fn runtime_with_ctrl_c() -> Result<(tokio::runtime::Runtime, Arc<StopSignal>), String> {
+    let stop = Arc::new(StopSignal::default());
+    install_ctrl_c(stop.clone());
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map(|rt| (rt, stop))
+        .map_err(|e| format!("starting the async runtime: {e}"))
+}

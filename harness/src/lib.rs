@@ -18,5 +18,6 @@ pub mod progress;
 pub mod recorder;
 pub mod runner;
 pub mod scrape;
+pub mod sweep;
 pub mod timeline;
 pub mod workload;

@@ -6,11 +6,10 @@
 
 use clap::{Parser, Subcommand};
 use harness::experiment;
-use harness::interrupt::{install_ctrl_c, StopSignal};
+use harness::interrupt::runtime_with_ctrl_c;
 use harness::runner::{self, RunOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 #[derive(Parser)]
 #[command(
@@ -90,6 +89,9 @@ enum Command {
         #[arg(long, hide = true, value_enum)]
         only: Option<harness::bench::Step>,
     },
+    /// Vulnerability maps: runs the quick form over a grid of loads x trigger
+    /// sizes and maps which cells recover and which stay degraded, per variant.
+    Sweep(harness::sweep::SweepArgs),
 }
 
 fn main() -> ExitCode {
@@ -123,6 +125,7 @@ fn main() -> ExitCode {
             seed,
         ),
         Some(Command::Bench { quick, only }) => harness::bench::cli(quick, only),
+        Some(Command::Sweep(args)) => harness::sweep::cli(args),
         None => match cli.run.experiment.clone() {
             Some(path) => run(path, cli.run),
             None => {
@@ -169,15 +172,10 @@ fn run(path: PathBuf, args: RunArgs) -> ExitCode {
     if let Some(seed) = args.seed {
         exp.seed = seed;
     }
-    let stop = Arc::new(StopSignal::default());
-    install_ctrl_c(stop.clone());
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
+    let (rt, stop) = match runtime_with_ctrl_c() {
+        Ok(x) => x,
         Err(e) => {
-            eprintln!("error: starting the async runtime: {e}");
+            eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
@@ -264,15 +262,10 @@ fn ablate(
         );
         return ExitCode::from(2);
     }
-    let stop = Arc::new(StopSignal::default());
-    install_ctrl_c(stop.clone());
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
+    let (rt, stop) = match runtime_with_ctrl_c() {
+        Ok(x) => x,
         Err(e) => {
-            eprintln!("error: starting the async runtime: {e}");
+            eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };

@@ -109,7 +109,7 @@ impl Heatmap {
 
 const LEFT: i32 = 110;
 const RIGHT: i32 = 190;
-const TOP: i32 = 64;
+const TOP: i32 = 76;
 const BOTTOM: i32 = 70;
 
 /// Natural size: about 700 px wide, cells about square.
@@ -146,7 +146,10 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, h: &Heatmap) -> D
     // Cell (x, y) spans [x0, x1) x [y0, y1) in pixels, y = 0 at the bottom.
     let x0 = |x: usize| LEFT + x as i32 * cw;
     let y1 = |y: usize| TOP + (ny - y) as i32 * ch;
-    let note = (FAMILY, 11).into_font().color(&WHITE).pos(Pos::new(HPos::Center, VPos::Center));
+    let note = (FAMILY, 11)
+        .into_font()
+        .color(&WHITE)
+        .pos(Pos::new(HPos::Center, VPos::Center));
     let note_dark = (FAMILY, 11)
         .into_font()
         .color(&TEXT)
@@ -173,12 +176,8 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, h: &Heatmap) -> D
                     }
                     _ => note.clone(),
                 };
-                root.draw(&Text::new(
-                    printable(t),
-                    (ax + cw / 2, ay + ch / 2),
-                    style,
-                ))
-                .map_err(err)?;
+                root.draw(&Text::new(printable(t), (ax + cw / 2, ay + ch / 2), style))
+                    .map_err(err)?;
             }
         }
     }
