@@ -37,12 +37,22 @@ pub struct LoadPlan {
     pub max_in_flight: u64,
     /// Set when the run must stop early (Ctrl-C, dead system under test).
     pub stop: Arc<StopSignal>,
-    /// Builds the journey context from goose's HTTP client.
-    pub context: Box<
-        dyn Fn(reqwest::Client, mpsc::UnboundedSender<AttemptReport>) -> JourneyContext
-            + Send
-            + Sync,
-    >,
+    /// What every journey shares (goose supplies the HTTP client).
+    pub journeys: JourneySettings,
+}
+
+/// The settings of every journey of a plan.
+#[derive(Clone)]
+pub struct JourneySettings {
+    pub recorder: Arc<crate::recorder::Recorder>,
+    pub retry: retry_policy::RetryConfig,
+    /// Client timeout of one attempt.
+    pub timeout: Duration,
+    /// No journey lives past this.
+    pub hard_stop: Instant,
+    /// The page function's parameters, for the reference computation.
+    pub page: sut::config::PageConfig,
+    pub seed: u64,
 }
 
 /// What goose counted, as a cross-check of the harness's own recorder.
@@ -103,7 +113,19 @@ pub async fn drive(plan: LoadPlan) -> anyhow::Result<LoadOutcome> {
 /// The arrival scheduler, inside goose's single user.
 async fn scheduler(user: &mut GooseUser, plan: LoadPlan) -> Result<u64, Box<TransactionError>> {
     let (tx, mut rx) = mpsc::unbounded_channel::<AttemptReport>();
-    let ctx = Arc::new((plan.context)(user.client.clone(), tx));
+    let j = &plan.journeys;
+    let ctx = Arc::new(JourneyContext::new(
+        user.client.clone(),
+        &plan.base_url,
+        j.recorder.clone(),
+        j.retry.clone(),
+        j.timeout,
+        j.hard_stop,
+        j.page,
+        j.seed,
+        tx,
+        plan.stop.clone(),
+    ));
     let mut tasks = JoinSet::new();
     let mut spawned = 0u64;
     for doc in plan.documents {

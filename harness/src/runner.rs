@@ -9,7 +9,7 @@
 use crate::environment::{self, Target};
 use crate::experiment::{Experiment, TimelineOp, Variant};
 use crate::interrupt::StopSignal;
-use crate::journey::JourneyContext;
+use crate::load::JourneySettings;
 use crate::load::{self, LoadPlan};
 use crate::progress::Progress;
 use crate::recorder::Recorder;
@@ -287,15 +287,6 @@ async fn drive_variant(
         })
     };
 
-    let ctx_stop = stop.clone();
-    let ctx_rec = recorder.clone();
-    let (retry, timeout, page, seed) = (
-        v.client.retry.clone(),
-        v.client.timeout,
-        v.system.page,
-        exp.seed,
-    );
-    let ctx_base = base.clone();
     let plan = LoadPlan {
         base_url: base.clone(),
         documents: docs,
@@ -303,20 +294,14 @@ async fn drive_variant(
         load_end,
         max_in_flight: exp.workload.max_in_flight,
         stop: stop.clone(),
-        context: Box::new(move |client, reports| {
-            JourneyContext::new(
-                client,
-                &ctx_base,
-                ctx_rec.clone(),
-                retry.clone(),
-                timeout,
-                hard_stop,
-                page,
-                seed,
-                reports,
-                ctx_stop.clone(),
-            )
-        }),
+        journeys: JourneySettings {
+            recorder: recorder.clone(),
+            retry: v.client.retry.clone(),
+            timeout: v.client.timeout,
+            hard_stop,
+            page: v.system.page,
+            seed: exp.seed,
+        },
     };
     let load_result = load::drive(plan).await;
     let _ = done_tx.send(true);

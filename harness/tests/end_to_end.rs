@@ -122,8 +122,6 @@ async fn no_request_after_the_load_returns() {
     )
     .unwrap();
     let stop = Arc::new(StopSignal::default());
-    let ctx_stop = stop.clone();
-    let ctx_base = base.clone();
     let plan = harness::load::LoadPlan {
         base_url: base.clone(),
         documents: docs,
@@ -131,23 +129,17 @@ async fn no_request_after_the_load_returns() {
         load_end,
         max_in_flight: 1000,
         stop,
-        context: Box::new(move |client, reports| {
-            harness::journey::JourneyContext::new(
-                client,
-                &ctx_base,
-                rec.clone(),
-                retry.clone(),
-                std::time::Duration::from_millis(200),
-                hard_stop,
-                sut::config::PageConfig {
-                    words: 64,
-                    rounds: 2,
-                },
-                1,
-                reports,
-                ctx_stop.clone(),
-            )
-        }),
+        journeys: harness::load::JourneySettings {
+            recorder: rec.clone(),
+            retry: retry.clone(),
+            timeout: std::time::Duration::from_millis(200),
+            hard_stop,
+            page: sut::config::PageConfig {
+                words: 64,
+                rounds: 2,
+            },
+            seed: 1,
+        },
     };
     let outcome = harness::load::drive(plan).await.unwrap();
     let after_return = hits.load(Ordering::SeqCst);
@@ -213,8 +205,6 @@ async fn arrival_rate_holds_at_2000_per_second() {
     let recorder = Arc::new(harness::recorder::Recorder::new(start, 14));
     let rec = recorder.clone();
     let stop = Arc::new(StopSignal::default());
-    let ctx_stop = stop.clone();
-    let ctx_base = base.clone();
     let plan = harness::load::LoadPlan {
         base_url: base,
         documents: docs,
@@ -222,23 +212,17 @@ async fn arrival_rate_holds_at_2000_per_second() {
         load_end,
         max_in_flight: 15_000,
         stop,
-        context: Box::new(move |client, reports| {
-            harness::journey::JourneyContext::new(
-                client,
-                &ctx_base,
-                rec.clone(),
-                retry_policy::RetryConfig::no_retries(),
-                std::time::Duration::from_secs(2),
-                hard_stop,
-                sut::config::PageConfig {
-                    words: 1,
-                    rounds: 1,
-                },
-                1,
-                reports,
-                ctx_stop.clone(),
-            )
-        }),
+        journeys: harness::load::JourneySettings {
+            recorder: rec.clone(),
+            retry: retry_policy::RetryConfig::no_retries(),
+            timeout: std::time::Duration::from_secs(2),
+            hard_stop,
+            page: sut::config::PageConfig {
+                words: 1,
+                rounds: 1,
+            },
+            seed: 1,
+        },
     };
     harness::load::drive(plan).await.unwrap();
     let got = in_window.load(Ordering::Relaxed);

@@ -13,7 +13,7 @@
 
 use super::{client, server, wrk, Windows};
 use crate::interrupt::StopSignal;
-use crate::journey::JourneyContext;
+use crate::load::JourneySettings;
 use crate::load::{drive, LoadPlan};
 use crate::recorder::Recorder;
 use crate::workload::Document;
@@ -117,7 +117,7 @@ async fn harness_ceiling(base: &str, w: &Windows) -> anyhow::Result<(f64, u64)> 
             stop.trigger("measurement window over");
         })
     };
-    let (rec, ctx_stop, ctx_base) = (recorder.clone(), stop.clone(), base.to_string());
+    let rec = recorder.clone();
     let plan = LoadPlan {
         base_url: base.to_string(),
         documents,
@@ -125,23 +125,17 @@ async fn harness_ceiling(base: &str, w: &Windows) -> anyhow::Result<(f64, u64)> 
         load_end,
         max_in_flight: MAX_IN_FLIGHT,
         stop,
-        context: Box::new(move |client, reports| {
-            JourneyContext::new(
-                client,
-                &ctx_base,
-                rec.clone(),
-                retry_policy::RetryConfig::no_retries(),
-                Duration::from_secs(2),
-                hard_stop,
-                sut::config::PageConfig {
-                    words: 1,
-                    rounds: 1,
-                },
-                1,
-                reports,
-                ctx_stop.clone(),
-            )
-        }),
+        journeys: JourneySettings {
+            recorder: rec.clone(),
+            retry: retry_policy::RetryConfig::no_retries(),
+            timeout: Duration::from_secs(2),
+            hard_stop,
+            page: sut::config::PageConfig {
+                words: 1,
+                rounds: 1,
+            },
+            seed: 1,
+        },
     };
     drive(plan).await?;
     stopper.abort();

@@ -12,7 +12,7 @@
 
 use super::{server, Windows};
 use crate::interrupt::StopSignal;
-use crate::journey::JourneyContext;
+use crate::load::JourneySettings;
 use crate::load::{drive, LoadPlan};
 use crate::recorder::Recorder;
 use crate::workload::Document;
@@ -146,7 +146,7 @@ async fn storm(base: &str, attempts: u64, limit: Duration) -> anyhow::Result<Sto
             stop.trigger("storm done");
         })
     };
-    let (rec, ctx_stop, ctx_base) = (recorder.clone(), stop.clone(), base.to_string());
+    let rec = recorder.clone();
     let plan = LoadPlan {
         base_url: base.to_string(),
         documents,
@@ -154,23 +154,17 @@ async fn storm(base: &str, attempts: u64, limit: Duration) -> anyhow::Result<Sto
         load_end,
         max_in_flight: DOCUMENTS * 2,
         stop,
-        context: Box::new(move |client, reports| {
-            JourneyContext::new(
-                client,
-                &ctx_base,
-                rec.clone(),
-                retry.clone(),
-                Duration::from_secs(2),
-                hard_stop,
-                sut::config::PageConfig {
-                    words: 1,
-                    rounds: 1,
-                },
-                1,
-                reports,
-                ctx_stop.clone(),
-            )
-        }),
+        journeys: JourneySettings {
+            recorder: rec.clone(),
+            retry: retry.clone(),
+            timeout: Duration::from_secs(2),
+            hard_stop,
+            page: sut::config::PageConfig {
+                words: 1,
+                rounds: 1,
+            },
+            seed: 1,
+        },
     };
     let outcome = drive(plan).await?;
     let seconds_run = start.elapsed().as_secs_f64();
