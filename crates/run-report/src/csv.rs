@@ -5,7 +5,6 @@
 //! numbers are written as empty cells.
 
 use crate::model::{RunData, Second, ZoneSecond};
-use crate::series::zone_names;
 
 type Col<T> = (&'static str, fn(&T) -> String);
 
@@ -71,16 +70,7 @@ fn cell(text: &str) -> String {
 
 /// The whole CSV, header first, rows ordered by variant then second; lines end with `\n`.
 pub fn timeseries_csv(run: &RunData) -> String {
-    let zones = {
-        let mut z: Vec<String> = run
-            .variants
-            .iter()
-            .flat_map(|v| zone_names(&v.seconds))
-            .collect();
-        z.sort();
-        z.dedup();
-        z
-    };
+    let zones = crate::series::run_zone_names(run);
     let mut header = vec!["variant".to_string()];
     header.extend(SECOND_COLUMNS.iter().map(|(n, _)| n.to_string()));
     for z in &zones {

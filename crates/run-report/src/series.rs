@@ -104,6 +104,18 @@ pub fn zone_names(seconds: &[Second]) -> Vec<String> {
     names
 }
 
+/// Every zone name that appears in any variant of a run, sorted.
+pub fn run_zone_names(run: &crate::model::RunData) -> Vec<String> {
+    let mut names: Vec<String> = run
+        .variants
+        .iter()
+        .flat_map(|v| zone_names(&v.seconds))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@ use super::style::*;
 use crate::analysis::{Analysis, RecoveryVerdict, VariantAnalysis};
 use crate::format::{num, pct};
 use crate::model::{RunData, Second, VariantRun};
-use crate::series::{self, zone_names};
+use crate::series;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -176,16 +176,7 @@ fn panels(run: &RunData, v: &VariantRun, a: Option<&VariantAnalysis>, sc: &Scale
     );
     let mut out = vec![traffic, failure, slots, cache];
     if has_zones(run) {
-        let zones: Vec<String> = {
-            let mut z: Vec<String> = run
-                .variants
-                .iter()
-                .flat_map(|v| zone_names(&v.seconds))
-                .collect();
-            z.sort();
-            z.dedup();
-            z
-        };
+        let zones = series::run_zone_names(run);
         let lines = zones
             .iter()
             .enumerate()
