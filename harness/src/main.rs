@@ -161,17 +161,28 @@ fn validate(path: &std::path::Path, quick: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn run(path: PathBuf, args: RunArgs) -> ExitCode {
-    let mut exp = match experiment::load(&path, args.quick) {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    if let Some(seed) = args.seed {
-        exp.seed = seed;
+/// Loads and validates an experiment (exit code 2 with the located error
+/// printed if it is bad), with the seed overridden when one is given.
+fn load(
+    path: &std::path::Path,
+    quick: bool,
+    seed: Option<u64>,
+) -> Result<experiment::Experiment, ExitCode> {
+    let mut exp = experiment::load(path, quick).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    })?;
+    if let Some(s) = seed {
+        exp.seed = s;
     }
+    Ok(exp)
+}
+
+fn run(path: PathBuf, args: RunArgs) -> ExitCode {
+    let exp = match load(&path, args.quick, args.seed) {
+        Ok(e) => e,
+        Err(code) => return code,
+    };
     let (rt, stop) = match runtime_with_ctrl_c() {
         Ok(x) => x,
         Err(e) => {
@@ -225,16 +236,10 @@ fn ablate(
     seed: Option<u64>,
 ) -> ExitCode {
     use harness::ablate;
-    let mut exp = match experiment::load(path, quick) {
+    let exp = match load(path, quick, seed) {
         Ok(e) => e,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
-    if let Some(s) = seed {
-        exp.seed = s;
-    }
     let plan = match ablate::plan(&exp, before, after) {
         Ok(p) => p,
         Err(e) => {
