@@ -4,7 +4,9 @@
 //! The first attempt's latency is measured from its *planned* send time, so a
 //! late sender cannot hide queueing (no coordinated omission). Every journey
 //! ends by `hard_stop` at the latest, counted as pending if it had to be cut
-//! off, so each submitted document is accounted for exactly once.
+//! off, so each submitted document is accounted for exactly once. An attempt
+//! in flight at the cut is reported to goose as a failure and counted by the
+//! recorder as cut off, so goose's request count covers every attempt sent.
 
 use crate::recorder::{AttemptOutcome, Recorder};
 use crate::workload::Document;
@@ -95,16 +97,27 @@ enum Attempt {
 /// Runs one journey to its end; `planned` is when its first attempt was due.
 pub async fn run(ctx: Arc<JourneyContext>, doc: Document, planned: Instant) {
     ctx.recorder.submitted();
-    let finished = tokio::select! {
-        r = tokio::time::timeout_at(ctx.hard_stop, journey(&ctx, &doc, planned)) => r.is_ok(),
-        _ = ctx.stop.wait() => false,
-    };
-    if !finished {
+    if !journey(&ctx, &doc, planned).await {
         ctx.recorder.pending();
     }
 }
 
-async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) {
+/// Waits for `fut` unless the variant ends first (its hard stop, or the stop
+/// signal): `None` then, and the journey is cut off.
+async fn until_end<T>(
+    ctx: &JourneyContext,
+    fut: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    tokio::select! {
+        v = fut => Some(v),
+        _ = tokio::time::sleep_until(ctx.hard_stop) => None,
+        _ = ctx.stop.wait() => None,
+    }
+}
+
+/// Returns whether the journey finished (completed or gave up) before the
+/// variant ended; `false` means it is pending.
+async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> bool {
     let policy = ctx.policy(&doc.tenant);
     let mut rng = StdRng::seed_from_u64(ctx.seed ^ doc.id);
     if !policy.admit_request(std::time::Instant::now(), &mut rng) {
@@ -113,13 +126,27 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) {
         ctx.recorder
             .attempt_done(AttemptOutcome::Rejected, Duration::ZERO);
         ctx.recorder.given_up();
-        return;
+        return true;
     }
     let mut attempt = 1u32;
     let mut measured_from = planned;
     loop {
+        if Instant::now() >= ctx.hard_stop || ctx.stop.is_set() {
+            return false;
+        }
         ctx.recorder.attempt_sent(doc.id);
-        let outcome = send(ctx, doc).await;
+        let Some(outcome) = until_end(ctx, send(ctx, doc)).await else {
+            // Sent (it may or may not have reached the system) but never
+            // answered before the end: goose hears of it as a failed request,
+            // so its count still covers every attempt that left.
+            let _ = ctx.reports.send(AttemptReport {
+                latency: measured_from.elapsed(),
+                success: false,
+                status: None,
+            });
+            ctx.recorder.attempt_cut_off();
+            return false;
+        };
         let latency = measured_from.elapsed();
         let (kind, failure, status) = match outcome {
             (Attempt::Ok(resp), status) => {
@@ -132,7 +159,7 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) {
                 verify(ctx, doc, &resp).await;
                 policy.on_success(std::time::Instant::now());
                 ctx.recorder.completed(&doc.tenant, planned.elapsed());
-                return;
+                return true;
             }
             (Attempt::Failed(kind, failure), status) => (kind, failure, status),
         };
@@ -144,18 +171,15 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) {
         ctx.recorder.attempt_done(kind, latency);
         match policy.on_failure(attempt, failure, std::time::Instant::now(), &mut rng) {
             Decision::Retry { after } => {
-                let at = Instant::now() + after;
-                if at >= ctx.hard_stop {
-                    // Let the outer timeout count it as pending.
-                    tokio::time::sleep_until(ctx.hard_stop + Duration::from_millis(1)).await;
+                if until_end(ctx, tokio::time::sleep(after)).await.is_none() {
+                    return false;
                 }
-                tokio::time::sleep_until(at).await;
                 measured_from = Instant::now();
                 attempt += 1;
             }
             Decision::GiveUp(_) => {
                 ctx.recorder.given_up();
-                return;
+                return true;
             }
         }
     }

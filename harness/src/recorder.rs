@@ -51,6 +51,7 @@ struct State {
     integrity: Integrity,
     in_flight: u64,
     late: u64,
+    cut_off: u64,
 }
 
 pub struct Recorder {
@@ -93,6 +94,7 @@ impl Recorder {
                 integrity: Integrity::default(),
                 in_flight: 0,
                 late: 0,
+                cut_off: 0,
             }),
         }
     }
@@ -145,6 +147,17 @@ impl Recorder {
             let _ = b.latency.get_or_insert_with(histogram).record(us);
             let _ = st.overall.record(us);
         });
+    }
+
+    /// An attempt was still waiting for its answer when the variant ended: it
+    /// has no outcome (the client never heard one), only this count.
+    pub fn attempt_cut_off(&self) {
+        self.state.lock().expect("recorder lock").cut_off += 1;
+    }
+
+    /// Attempts sent but never answered before the variant ended.
+    pub fn attempts_cut_off(&self) -> u64 {
+        self.state.lock().expect("recorder lock").cut_off
     }
 
     /// A 200 result was checked against the reference computation.

@@ -325,6 +325,10 @@ async fn drive_variant(
     totals.insert("goose_requests".into(), load.goose_requests as f64);
     totals.insert("goose_failures".into(), load.goose_failures as f64);
     totals.insert("journeys".into(), load.journeys as f64);
+    totals.insert(
+        "attempts_cut_off".into(),
+        recorder.attempts_cut_off() as f64,
+    );
     let integrity = recorder.integrity();
     let events = events.lock().expect("timeline log").clone();
     Ok(VariantRun {

@@ -151,9 +151,13 @@ async fn no_request_after_the_load_returns() {
         "a request arrived after the load returned"
     );
     assert!(after_return > 20, "retries were sent: {after_return}");
-    assert_eq!(
-        outcome.goose_requests, after_return,
-        "goose saw every attempt"
+    // Every attempt the system saw was counted by goose; goose's excess are
+    // attempts cut off at the hard stop, which may not have arrived yet.
+    let cut = recorder.attempts_cut_off();
+    assert!(
+        outcome.goose_requests >= after_return && outcome.goose_requests <= after_return + cut,
+        "goose saw every attempt: goose {} vs system {after_return}, cut off {cut}",
+        outcome.goose_requests
     );
     let i = recorder.integrity();
     assert!(i.accounted(), "{i:?}");
