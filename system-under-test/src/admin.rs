@@ -55,6 +55,16 @@ pub enum AdminCommand {
     ZoneRecover {
         zone: String,
     },
+    /// The zone stops answering at all, as a paused or partitioned host
+    /// would: its requests hang until the caller's timeout. In the containers
+    /// environment the harness pauses the zone's container instead.
+    ZoneOutage {
+        zone: String,
+    },
+    /// The zone answers again (the container is unpaused).
+    ZoneRestore {
+        zone: String,
+    },
     /// Stop new allocations to a zone (requests routed there are refused).
     StopAllocations {
         zone: String,
@@ -79,4 +89,30 @@ pub enum AdminError {
     Invalid(String),
     #[error("cache: {0}")]
     Cache(String),
+    /// A pool process did not take a forwarded command (split roles).
+    #[error("remote pool: {0}")]
+    Remote(String),
+}
+
+impl AdminCommand {
+    /// The same command aimed at one zone, for forwarding it to that zone's
+    /// pool process (commands without a zone are returned unchanged).
+    pub fn for_zone(&self, name: &str) -> AdminCommand {
+        let zone = Some(name.to_string());
+        match self {
+            AdminCommand::SetSlots { slots, .. } => AdminCommand::SetSlots {
+                zone,
+                slots: *slots,
+            },
+            AdminCommand::SetGpuLanes { lanes, .. } => AdminCommand::SetGpuLanes {
+                zone,
+                lanes: *lanes,
+            },
+            AdminCommand::SetGpuSpeed { factor, .. } => AdminCommand::SetGpuSpeed {
+                zone,
+                factor: *factor,
+            },
+            other => other.clone(),
+        }
+    }
 }

@@ -63,6 +63,8 @@ pub enum RejectReason {
     RegistryFull,
     /// The zone is failing (injected zone fault).
     ZoneFailure,
+    /// The zone's pool process could not be reached (split roles only).
+    ZoneUnreachable,
     /// New allocations to the zone are stopped (operator action).
     AllocationsStopped,
     /// The router throttled the request (operator action or load shedding).
@@ -82,6 +84,7 @@ impl RejectReason {
             RejectReason::RecentlyFailed => "recently_failed",
             RejectReason::RegistryFull => "registry_full",
             RejectReason::ZoneFailure => "zone_failure",
+            RejectReason::ZoneUnreachable => "zone_unreachable",
             RejectReason::AllocationsStopped => "allocations_stopped",
             RejectReason::Throttled => "throttled",
             RejectReason::Deadline => "deadline",
@@ -90,13 +93,14 @@ impl RejectReason {
     }
 
     /// Every reason, for metrics.
-    pub const ALL: [RejectReason; 10] = [
+    pub const ALL: [RejectReason; 11] = [
         RejectReason::QueueFull,
         RejectReason::PageQueueFull,
         RejectReason::DuplicateInProgress,
         RejectReason::RecentlyFailed,
         RejectReason::RegistryFull,
         RejectReason::ZoneFailure,
+        RejectReason::ZoneUnreachable,
         RejectReason::AllocationsStopped,
         RejectReason::Throttled,
         RejectReason::Deadline,
@@ -104,8 +108,10 @@ impl RejectReason {
     ];
 }
 
-/// What a pool (or the gateway, on behalf of pools) answers.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a pool (or the gateway, on behalf of pools) answers. Also the body
+/// of `POST /v1/pool/extract`, the hop from a gateway to a remote pool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Reply {
     Ok {
         digest: u64,

@@ -11,8 +11,8 @@
 use crate::api::{RejectReason, Reply};
 use crate::config::GatewayConfig;
 use crate::metrics::{Counter, DistinctCounter};
-use crate::pool::Pool;
 use crate::router::ZoneRouter;
+use crate::zone_pool::ZonePool;
 use retry_policy::{Decision, Failure, RetryPolicy};
 use std::sync::{Arc, RwLock};
 
@@ -44,7 +44,8 @@ impl Default for GatewayMetrics {
 }
 
 pub struct Gateway {
-    pools: Vec<Arc<Pool>>,
+    /// One per zone, in the router's index order; in this process or remote.
+    pools: Vec<ZonePool>,
     router: ZoneRouter,
     /// Replaced as a whole by the operator action "set internal retries".
     retry: RwLock<Arc<RetryPolicy>>,
@@ -59,7 +60,7 @@ pub struct GatewayReply {
 }
 
 impl Gateway {
-    pub fn new(pools: Vec<Arc<Pool>>, router: ZoneRouter, cfg: GatewayConfig) -> Self {
+    pub fn new(pools: Vec<ZonePool>, router: ZoneRouter, cfg: GatewayConfig) -> Self {
         Gateway {
             pools,
             router,
@@ -69,7 +70,7 @@ impl Gateway {
         }
     }
 
-    pub fn pools(&self) -> &[Arc<Pool>] {
+    pub fn pools(&self) -> &[ZonePool] {
         &self.pools
     }
 
@@ -183,13 +184,13 @@ impl Gateway {
             zone: self
                 .pools
                 .get(zone)
-                .map(|p| p.zone.clone())
+                .map(|p| p.zone().to_string())
                 .unwrap_or_default(),
         }
     }
 
     pub fn zone_index(&self, name: &str) -> Option<usize> {
-        self.pools.iter().position(|p| p.zone == name)
+        self.pools.iter().position(|p| p.zone() == name)
     }
 
     /// Shutdown: answered to requests that arrive while stopping.

@@ -6,6 +6,8 @@
 //! [`failure_cache`], [`cache`], [`inflight`] (de-duplication), [`admission`]
 //! and the shared GPU (`gpu_executor::GpuScheduler`). [`server`] is the HTTP
 //! face, [`admin`] the fault and operator commands, [`metrics`] the counters.
+//! [`role`] splits the service into a gateway process and pool processes
+//! ([`remote_pool`], [`zone_pool`]) for the containers environment.
 
 pub mod admin;
 pub mod admission;
@@ -19,12 +21,16 @@ pub mod metrics;
 pub mod pool;
 pub mod redis_cache;
 pub mod redis_server;
+pub mod remote_pool;
 pub mod retry_after;
+pub mod role;
 pub mod router;
 pub mod server;
 pub mod system;
+pub mod zone_pool;
 
 pub use admin::{AdminCommand, AdminError};
 pub use api::{ExtractRequest, ExtractResponse, RejectReason, Reply, ResultSource};
 pub use config::SystemConfig;
-pub use system::System;
+pub use role::Role;
+pub use system::{StartOptions, System};

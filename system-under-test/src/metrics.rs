@@ -7,7 +7,7 @@
 //! by a scraper once a second, never used for control decisions.
 
 use crate::api::RejectReason;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -115,14 +115,36 @@ impl DistinctCounter {
     }
 }
 
-/// Builds Prometheus text exposition (format 0.0.4).
+/// Builds Prometheus text exposition (format 0.0.4). Samples are grouped by
+/// metric family (one HELP/TYPE header, then every sample of the family), as
+/// the format requires, whatever order they are added in.
 #[derive(Default)]
 pub struct Exposition {
-    out: String,
-    declared: HashSet<String>,
+    families: Vec<Family>,
+    index: HashMap<String, usize>,
+}
+
+struct Family {
+    header: String,
+    lines: String,
 }
 
 impl Exposition {
+    fn family(&mut self, name: &str, kind: &str, help: &str) -> &mut String {
+        let i = match self.index.get(name) {
+            Some(i) => *i,
+            None => {
+                self.families.push(Family {
+                    header: format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"),
+                    lines: String::new(),
+                });
+                self.index.insert(name.to_string(), self.families.len() - 1);
+                self.families.len() - 1
+            }
+        };
+        &mut self.families[i].lines
+    }
+
     /// Adds one sample; HELP/TYPE are written the first time a name appears.
     pub fn sample(
         &mut self,
@@ -132,31 +154,81 @@ impl Exposition {
         labels: &[(&str, &str)],
         value: f64,
     ) {
-        if self.declared.insert(name.to_string()) {
-            let _ = writeln!(self.out, "# HELP {name} {help}");
-            let _ = writeln!(self.out, "# TYPE {name} {kind}");
-        }
-        self.out.push_str(name);
+        let mut line = String::from(name);
         if !labels.is_empty() {
-            self.out.push('{');
+            line.push('{');
             for (i, (k, v)) in labels.iter().enumerate() {
                 if i > 0 {
-                    self.out.push(',');
+                    line.push(',');
                 }
-                let v = v
-                    .replace('\\', "\\\\")
-                    .replace('"', "\\\"")
-                    .replace('\n', "\\n");
-                let _ = write!(self.out, "{k}=\"{v}\"");
+                let _ = write!(line, "{k}=\"{}\"", escape(v));
             }
-            self.out.push('}');
+            line.push('}');
         }
-        let _ = writeln!(self.out, " {value}");
+        let _ = writeln!(line, " {value}");
+        self.family(name, kind, help).push_str(&line);
+    }
+
+    /// Merges another process's exposition (a remote pool's) into this one:
+    /// families named by `keep` only, and samples without a `zone` label get
+    /// `label` so that two processes' process-wide series stay apart.
+    pub fn merge(&mut self, text: &str, keep: impl Fn(&str) -> bool, label: (&str, &str)) {
+        let mut help: HashMap<&str, &str> = HashMap::new();
+        let mut kind: HashMap<&str, &str> = HashMap::new();
+        let extra = format!("{}=\"{}\"", label.0, escape(label.1));
+        for line in text.lines() {
+            let line = line.trim();
+            if let Some(rest) = line.strip_prefix("# HELP ") {
+                if let Some((n, h)) = rest.split_once(' ') {
+                    help.insert(n, h);
+                }
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                if let Some((n, k)) = rest.split_once(' ') {
+                    kind.insert(n, k);
+                }
+                continue;
+            }
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let name_end = line.find(['{', ' ']).unwrap_or(line.len());
+            let (name, rest) = line.split_at(name_end);
+            if !keep(name) {
+                continue;
+            }
+            let relabelled = if let Some(labels) = rest.strip_prefix('{') {
+                if labels.contains("zone=\"") {
+                    line.to_string()
+                } else {
+                    format!("{name}{{{extra},{labels}")
+                }
+            } else {
+                format!("{name}{{{extra}}}{rest}")
+            };
+            let h = help.get(name).copied().unwrap_or("");
+            let k = kind.get(name).copied().unwrap_or("untyped");
+            let family = self.family(name, k, h);
+            family.push_str(&relabelled);
+            family.push('\n');
+        }
     }
 
     pub fn finish(self) -> String {
-        self.out
+        let mut out = String::new();
+        for f in self.families {
+            out.push_str(&f.header);
+            out.push_str(&f.lines);
+        }
+        out
     }
+}
+
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 #[cfg(test)]
@@ -183,5 +255,44 @@ mod tests {
         assert_eq!(s.matches("# TYPE x_total counter").count(), 1);
         assert!(s.contains("x_total{zone=\"a\\\"b\"} 3\n"), "{s}");
         assert!(s.contains("x_total{zone=\"c\"} 1.5\n"), "{s}");
+    }
+
+    #[test]
+    fn families_stay_grouped() {
+        let mut e = Exposition::default();
+        e.sample("a_total", "counter", "As.", &[("zone", "1")], 1.0);
+        e.sample("b", "gauge", "B.", &[], 2.0);
+        e.sample("a_total", "counter", "As.", &[("zone", "2")], 3.0);
+        let s = e.finish();
+        let a1 = s.find("a_total{zone=\"1\"}").unwrap();
+        let a2 = s.find("a_total{zone=\"2\"}").unwrap();
+        let b = s.find("# HELP b ").unwrap();
+        assert!(a1 < a2 && a2 < b, "{s}");
+    }
+
+    #[test]
+    fn merge_keeps_zones_and_labels_process_series() {
+        let mut e = Exposition::default();
+        e.sample("sut_cache_hits_total", "counter", "Hits.", &[], 1.0);
+        e.merge(
+            "# HELP sut_cache_hits_total Hits.\n# TYPE sut_cache_hits_total counter\n\
+             sut_cache_hits_total 5\nsut_pool_slots{zone=\"az1\"} 8\n\
+             sut_executor_info{adapter=\"x\",fallback=\"false\"} 1\nsut_gateway_ok_total 9\n",
+            |n| !n.starts_with("sut_gateway_"),
+            ("process", "az1"),
+        );
+        let s = e.finish();
+        assert!(s.contains("sut_cache_hits_total 1\n"), "{s}");
+        assert!(
+            s.contains("sut_cache_hits_total{process=\"az1\"} 5\n"),
+            "{s}"
+        );
+        assert!(s.contains("sut_pool_slots{zone=\"az1\"} 8\n"), "{s}");
+        assert!(
+            s.contains("sut_executor_info{process=\"az1\",adapter=\"x\",fallback=\"false\"} 1"),
+            "{s}"
+        );
+        assert!(!s.contains("sut_gateway_ok_total"), "{s}");
+        assert_eq!(s.matches("# TYPE sut_cache_hits_total").count(), 1, "{s}");
     }
 }

@@ -1,7 +1,8 @@
 //! `Pool`: the model-serving worker pool of one zone, as a stack of layers.
 //!
 //! A request goes through, in order:
-//! 1. the zone fault switch (an injected zone failure, seed 003's trigger);
+//! 1. the zone fault switches (an injected zone failure, seed 003's trigger,
+//!    or an outage: the zone stops answering, as a paused host would);
 //! 2. `FailureCache` (seed 002 fix: recently failed documents rejected early);
 //! 3. `ResultCache` (a hit answers without any work);
 //! 4. de-duplication before admission (`InflightRegistry`; the fixes reject or
@@ -55,6 +56,8 @@ pub struct PoolMetrics {
     pub compute_failures: Counter,
     /// Queued pages dropped because their caller had given up (zombie-work fix).
     pub pages_cancelled: Counter,
+    /// Requests that got no answer because the zone was out (`zone_outage`).
+    pub unanswered: Counter,
 }
 
 /// One zone's pool.
@@ -70,6 +73,8 @@ pub struct Pool {
     pub metrics: PoolMetrics,
     /// Injected zone failure: share of requests failed at once (0 = healthy).
     fail_ratio: Mutex<f64>,
+    /// Injected outage: the zone answers nothing until restored.
+    outage: std::sync::atomic::AtomicBool,
     /// EWMA of compute time per page (µs), for a duplicate's remaining time.
     page_time_ewma_us: AtomicU64,
 }
@@ -94,6 +99,7 @@ impl Pool {
             gpu,
             metrics: PoolMetrics::default(),
             fail_ratio: Mutex::new(0.0),
+            outage: std::sync::atomic::AtomicBool::new(false),
             page_time_ewma_us: AtomicU64::new(0),
         })
     }
@@ -117,6 +123,15 @@ impl Pool {
 
     pub fn fail_ratio(&self) -> f64 {
         *self.fail_ratio.lock().expect("fail ratio lock")
+    }
+
+    /// Fault: the zone stops answering (true) or answers again (false).
+    pub fn set_outage(&self, out: bool) {
+        self.outage.store(out, Ordering::Relaxed);
+    }
+
+    pub fn in_outage(&self) -> bool {
+        self.outage.load(Ordering::Relaxed)
     }
 
     fn reject(&self, reason: RejectReason, retry_after: Duration) -> Reply {
@@ -149,6 +164,14 @@ impl Pool {
         m.requests.inc();
         let deadline = Instant::now() + self.cfg.deadline;
 
+        if self.in_outage() {
+            // Nobody answers: the caller hears nothing until it gives up, as
+            // from a paused host (a gateway's remote-pool timeout is the same
+            // deadline plus margin).
+            m.unanswered.inc();
+            tokio::time::sleep(self.cfg.deadline + crate::remote_pool::SILENCE_MARGIN).await;
+            return Reply::Deadline;
+        }
         let fail = self.fail_ratio();
         if fail > 0.0 && rand::rng().random_bool(fail) {
             return self.reject(RejectReason::ZoneFailure, self.overloaded_advice());

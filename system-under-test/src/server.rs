@@ -1,4 +1,6 @@
-//! The HTTP face of the system: `POST /v1/extract`, `GET /metrics`, the admin API.
+//! The HTTP face of the system: `POST /v1/extract`, `GET /metrics`, the admin
+//! API, and in the pool role `POST /v1/pool/extract` (a gateway's hop to this
+//! zone's pool: the pool's `Reply` as JSON, no gateway retries on this side).
 //!
 //! Each extraction runs in its own task, detached from the connection: a client
 //! that times out and disconnects does not cancel the work, just as the
@@ -26,6 +28,7 @@ pub fn router(system: Arc<System>) -> Router {
     let limit = system.config.max_concurrent_requests;
     Router::new()
         .route("/v1/extract", post(extract))
+        .route("/v1/pool/extract", post(pool_extract))
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok" }))
         .route("/admin/command", post(admin_command))
@@ -48,20 +51,26 @@ pub async fn run(
     r
 }
 
-async fn extract(State(sys): State<Arc<System>>, body: axum::body::Bytes) -> Response {
-    let req: ExtractRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => {
-            return (StatusCode::BAD_REQUEST, format!("invalid request: {e}\n")).into_response()
-        }
-    };
+/// Parses and checks an extraction request body.
+fn parse_request(body: &[u8]) -> Result<ExtractRequest, Response> {
+    let req: ExtractRequest = serde_json::from_slice(body).map_err(|e| {
+        (StatusCode::BAD_REQUEST, format!("invalid request: {e}\n")).into_response()
+    })?;
     if req.pages == 0 || req.tenant.is_empty() {
-        return (
+        return Err((
             StatusCode::BAD_REQUEST,
             "pages must be >= 1 and tenant non-empty\n",
         )
-            .into_response();
+            .into_response());
     }
+    Ok(req)
+}
+
+async fn extract(State(sys): State<Arc<System>>, body: axum::body::Bytes) -> Response {
+    let req = match parse_request(&body) {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
     let task = {
         let sys = sys.clone();
         let req = req.clone();
@@ -82,6 +91,31 @@ async fn extract(State(sys): State<Arc<System>>, body: axum::body::Bytes) -> Res
         }
     };
     reply_response(req.document, req.pages, out.reply, out.zone)
+}
+
+/// A gateway's attempt at this process's pool (`--role pool`). Detached like
+/// `extract`: a gateway that times out does not cancel the work.
+async fn pool_extract(State(sys): State<Arc<System>>, body: axum::body::Bytes) -> Response {
+    let Some(pool) = sys.served_pool().cloned() else {
+        return (
+            StatusCode::NOT_FOUND,
+            "this process does not serve a pool to gateways (start it with --role pool)\n",
+        )
+            .into_response();
+    };
+    let req = match parse_request(&body) {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    let task = tokio::spawn(async move { pool.handle(&req.tenant, req.document, req.pages).await });
+    match task.await {
+        Ok(reply) => Json(reply).into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("handler failed: {e}\n"),
+        )
+            .into_response(),
+    }
 }
 
 /// Maps a layer's reply to HTTP.
@@ -127,7 +161,7 @@ pub fn reply_response(document: u64, pages: u32, reply: Reply, zone: String) -> 
 async fn metrics(State(sys): State<Arc<System>>) -> Response {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        sys.render_metrics(),
+        sys.metrics_text().await,
     )
         .into_response()
 }
@@ -138,7 +172,7 @@ fn authorize(
     peer: SocketAddr,
     headers: &HeaderMap,
 ) -> Result<(), (StatusCode, &'static str)> {
-    if !peer.ip().is_loopback() {
+    if !peer.ip().is_loopback() && !sys.admin_from_any_peer {
         return Err((StatusCode::FORBIDDEN, "admin API is loopback only\n"));
     }
     let expected = format!("Bearer {}", sys.config.admin_token);
@@ -187,6 +221,7 @@ async fn admin_info(
     Json(serde_json::json!({
         "executor": sys.executor_info(),
         "zones": sys.config.zones,
+        "role": sys.role.to_string(),
         "pool_deadline_ms": sys.config.pool.deadline.as_millis() as u64,
         // Clients verify results with the page function's parameters.
         "page": { "words": sys.config.page.words, "rounds": sys.config.page.rounds },

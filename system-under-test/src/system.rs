@@ -4,6 +4,12 @@
 //! result cache by every pool, and one gateway routes between them. The
 //! admin commands are applied here, and the metrics of every layer are
 //! gathered here into one Prometheus exposition.
+//!
+//! A process runs one `Role`: everything (the embedded default), one zone's
+//! pool, or the gateway alone with every pool remote. In the gateway role the
+//! admin commands meant for a zone are forwarded to its pool process and the
+//! pools' metrics are merged into the gateway's, so a harness talks to one
+//! address whatever the shape.
 
 use crate::admin::{AdminCommand, AdminError};
 use crate::api::RejectReason;
@@ -13,15 +19,31 @@ use crate::failure_cache::FailureCache;
 use crate::gateway::Gateway;
 use crate::metrics::Exposition;
 use crate::pool::Pool;
+use crate::remote_pool::RemotePool;
+use crate::role::Role;
 use crate::router::ZoneRouter;
-use gpu_executor::{select_executor, ExecutorInfo, GpuScheduler, PageExecutor};
+use crate::zone_pool::ZonePool;
+use gpu_executor::{select_executor, ExecutorInfo, ExecutorKind, GpuScheduler, PageExecutor};
 use std::sync::Arc;
 
 pub struct System {
     pub config: SystemConfig,
+    pub role: Role,
     pub gateway: Gateway,
-    pub cache: Arc<dyn ResultCache>,
-    pub executor: Arc<dyn PageExecutor>,
+    /// The result cache; `None` in the gateway role (the pools hold it).
+    pub cache: Option<Arc<dyn ResultCache>>,
+    /// The GPU; `None` in the gateway role.
+    pub executor: Option<Arc<dyn PageExecutor>>,
+    /// Admin API open to non-loopback peers (token still required): for pool
+    /// and gateway processes in containers, whose callers are other hosts.
+    pub admin_from_any_peer: bool,
+}
+
+/// How a process runs the system (the `sut` binary's flags).
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    pub role: Role,
+    pub admin_from_any_peer: bool,
 }
 
 /// Why the system could not start.
@@ -33,14 +55,14 @@ pub enum StartError {
     Executor(#[from] gpu_executor::ExecError),
     #[error("result cache: {0}")]
     Cache(String),
+    #[error("role: {0}")]
+    Role(String),
 }
 
 impl System {
     /// Builds the system; must be called inside a tokio runtime (schedulers are tasks).
     pub async fn start(config: SystemConfig) -> Result<Arc<System>, StartError> {
-        config.validate()?;
-        let executor = select_executor(config.executor)?;
-        Self::start_with_executor(config, executor).await
+        Self::start_with(config, StartOptions::default(), None).await
     }
 
     /// As `start`, with a given executor (tests, or one device shared by several systems).
@@ -48,7 +70,81 @@ impl System {
         config: SystemConfig,
         executor: Arc<dyn PageExecutor>,
     ) -> Result<Arc<System>, StartError> {
-        let cache: Arc<dyn ResultCache> = match &config.cache.backend {
+        Self::start_with(config, StartOptions::default(), Some(executor)).await
+    }
+
+    /// Builds the part of the system that `opts.role` names; `executor` is
+    /// selected from the configuration when not given (and not needed by the
+    /// gateway role).
+    pub async fn start_with(
+        config: SystemConfig,
+        opts: StartOptions,
+        executor: Option<Arc<dyn PageExecutor>>,
+    ) -> Result<Arc<System>, StartError> {
+        config.validate()?;
+        opts.role.check(&config.zones).map_err(StartError::Role)?;
+        let (cache, executor) = match &opts.role {
+            Role::Gateway { .. } => (None, None),
+            _ => {
+                let executor = match executor {
+                    Some(e) => e,
+                    None => select_executor(config.executor)?,
+                };
+                (Some(Self::open_cache(&config).await?), Some(executor))
+            }
+        };
+        let local = |zone: &String| {
+            let (cache, executor) = (
+                cache.clone().expect("pool roles have a cache"),
+                executor.clone().expect("pool roles have an executor"),
+            );
+            let gpu = GpuScheduler::start(config.gpu.clone(), executor);
+            ZonePool::Local(Pool::new(
+                zone.clone(),
+                config.pool.clone(),
+                config.page,
+                cache,
+                FailureCache::new(config.failure_cache.ttl, config.failure_cache.capacity),
+                gpu,
+            ))
+        };
+        let pools: Vec<ZonePool> = match &opts.role {
+            Role::All => config.zones.iter().map(local).collect(),
+            Role::Pool { zone } => vec![local(zone)],
+            Role::Gateway { pools } => config
+                .zones
+                .iter()
+                .map(|z| {
+                    let url = pools
+                        .iter()
+                        .find(|(p, _)| p == z)
+                        .map(|(_, u)| u.clone())
+                        .expect("Role::check saw a URL for every zone");
+                    ZonePool::Remote(Arc::new(RemotePool::new(
+                        z.clone(),
+                        url,
+                        config.admin_token.clone(),
+                        config.pool.deadline,
+                        config.gateway.fallback_retry_after,
+                    )))
+                })
+                .collect(),
+        };
+        let names: Vec<String> = pools.iter().map(|p| p.zone().to_string()).collect();
+        let router = ZoneRouter::new(config.router.clone(), &names);
+        let gateway = Gateway::new(pools, router, config.gateway.clone());
+        Ok(Arc::new(System {
+            config,
+            role: opts.role,
+            gateway,
+            cache,
+            executor,
+            admin_from_any_peer: opts.admin_from_any_peer,
+        }))
+    }
+
+    async fn open_cache(config: &SystemConfig) -> Result<Arc<dyn ResultCache>, StartError> {
+        Ok(match &config.cache.backend {
             CacheBackend::Memory => Arc::new(MemoryCache::new(&config.cache)),
             CacheBackend::Redis(r) => {
                 let url = r.url.as_deref().ok_or_else(|| {
@@ -61,54 +157,92 @@ impl System {
                     .await
                     .map_err(|e| StartError::Cache(e.to_string()))?
             }
-        };
-        let pools = config
-            .zones
-            .iter()
-            .map(|zone| {
-                let gpu = GpuScheduler::start(config.gpu.clone(), executor.clone());
-                Pool::new(
-                    zone.clone(),
-                    config.pool.clone(),
-                    config.page,
-                    cache.clone(),
-                    FailureCache::new(config.failure_cache.ttl, config.failure_cache.capacity),
-                    gpu,
-                )
-            })
-            .collect::<Vec<_>>();
-        let router = ZoneRouter::new(config.router.clone(), &config.zones);
-        let gateway = Gateway::new(pools, router, config.gateway.clone());
-        Ok(Arc::new(System {
-            config,
-            gateway,
-            cache,
-            executor,
-        }))
+        })
+    }
+
+    /// The pools running in this process.
+    pub fn local_pools(&self) -> impl Iterator<Item = &Arc<Pool>> {
+        self.gateway.pools().iter().filter_map(ZonePool::local)
+    }
+
+    /// The pool this process serves to a gateway (`--role pool` only).
+    pub fn served_pool(&self) -> Option<&Arc<Pool>> {
+        match self.role {
+            Role::Pool { .. } => self.local_pools().next(),
+            _ => None,
+        }
+    }
+
+    fn remote_pools(&self) -> impl Iterator<Item = &Arc<RemotePool>> {
+        self.gateway.pools().iter().filter_map(ZonePool::remote)
     }
 
     pub fn executor_info(&self) -> ExecutorInfo {
-        self.executor.info().clone()
+        match &self.executor {
+            Some(e) => e.info().clone(),
+            None => ExecutorInfo {
+                kind: ExecutorKind::Cpu,
+                adapter: "none in this process (gateway role: pages run in the pool processes)"
+                    .into(),
+                fallback: false,
+                fallback_reason: None,
+            },
+        }
     }
 
     /// Stops the GPU schedulers; in-flight page work is dropped.
     pub fn shutdown(&self) {
-        for p in self.gateway.pools() {
+        for p in self.local_pools() {
             p.gpu().shutdown();
         }
     }
 
-    fn zones(&self, zone: &Option<String>) -> Result<Vec<&Arc<Pool>>, AdminError> {
+    fn zones(&self, zone: &Option<String>) -> Result<Vec<&ZonePool>, AdminError> {
         match zone {
             None => Ok(self.gateway.pools().iter().collect()),
             Some(z) => self
                 .gateway
                 .pools()
                 .iter()
-                .find(|p| &p.zone == z)
+                .find(|p| p.zone() == z)
                 .map(|p| vec![p])
                 .ok_or_else(|| AdminError::UnknownZone(z.clone())),
         }
+    }
+
+    /// Applies a zone command: `local` on this process's pools, forwarded to
+    /// remote ones. Returns how many zones it reached.
+    async fn on_zones(
+        &self,
+        zone: &Option<String>,
+        cmd: &AdminCommand,
+        local: impl Fn(&Pool),
+    ) -> Result<usize, AdminError> {
+        let targets = self.zones(zone)?;
+        for t in &targets {
+            match t {
+                ZonePool::Local(p) => local(p),
+                ZonePool::Remote(r) => {
+                    r.apply(&cmd.for_zone(&r.zone)).await?;
+                }
+            }
+        }
+        Ok(targets.len())
+    }
+
+    /// A cache command in the gateway role: the pools hold the cache. A shared
+    /// backend (Redis) is filled once; per-process caches each get it.
+    async fn forward_cache(&self, cmd: &AdminCommand) -> Result<String, AdminError> {
+        let shared = matches!(self.config.cache.backend, CacheBackend::Redis(_));
+        let fill = !matches!(cmd, AdminCommand::CacheOnFull { .. });
+        let mut details = Vec::new();
+        for (i, r) in self.remote_pools().enumerate() {
+            if shared && fill && i > 0 {
+                break;
+            }
+            details.push(r.apply(cmd).await?);
+        }
+        Ok(details.join("; "))
     }
 
     fn zone_index(&self, zone: &str) -> Result<usize, AdminError> {
@@ -120,64 +254,68 @@ impl System {
     /// Applies one fault or operator action; returns what it did, in words.
     pub async fn apply(&self, cmd: &AdminCommand) -> Result<String, AdminError> {
         use AdminCommand::*;
+        let cache = match (&self.cache, cmd) {
+            (Some(c), _) => Some(c),
+            (None, CacheFill { .. } | CacheFillToLimit | CacheOnFull { .. }) => {
+                return self.forward_cache(cmd).await
+            }
+            (None, _) => None,
+        };
         match cmd {
             CacheFill { entries } => {
-                let n = self
-                    .cache
+                let cache = cache.expect("checked above");
+                let n = cache
                     .fill(*entries)
                     .await
                     .map_err(|e| AdminError::Cache(e.to_string()))?;
-                let s = self.cache.stats();
+                let s = cache.stats();
                 Ok(format!(
                     "inserted {n} filler entries; cache {}/{}",
                     s.entries, s.capacity
                 ))
             }
             CacheFillToLimit => {
-                let n = self
-                    .cache
+                let cache = cache.expect("checked above");
+                let n = cache
                     .fill_to_limit()
                     .await
                     .map_err(|e| AdminError::Cache(e.to_string()))?;
-                let s = self.cache.stats();
+                let s = cache.stats();
                 Ok(format!(
                     "inserted {n} filler entries; cache {}/{} (at its limit)",
                     s.entries, s.capacity
                 ))
             }
             CacheOnFull { on_full } => {
-                self.cache.set_on_full(*on_full);
+                cache.expect("checked above").set_on_full(*on_full);
                 Ok(format!("cache on_full = {on_full:?}"))
             }
             SetSlots { zone, slots } => {
                 if *slots == 0 {
                     return Err(AdminError::Invalid("slots must be >= 1".into()));
                 }
-                let pools = self.zones(zone)?;
-                for p in &pools {
-                    p.gate().set_slots(*slots);
-                }
-                Ok(format!("slots = {slots} in {} zone(s)", pools.len()))
+                let n = self
+                    .on_zones(zone, cmd, |p| p.gate().set_slots(*slots))
+                    .await?;
+                Ok(format!("slots = {slots} in {n} zone(s)"))
             }
             SetGpuLanes { zone, lanes } => {
                 if *lanes == 0 {
                     return Err(AdminError::Invalid("lanes must be >= 1".into()));
                 }
-                let pools = self.zones(zone)?;
-                for p in &pools {
-                    p.gpu().set_lanes(*lanes);
-                }
-                Ok(format!("GPU lanes = {lanes} in {} zone(s)", pools.len()))
+                let n = self
+                    .on_zones(zone, cmd, |p| p.gpu().set_lanes(*lanes))
+                    .await?;
+                Ok(format!("GPU lanes = {lanes} in {n} zone(s)"))
             }
             SetGpuSpeed { zone, factor } => {
                 if !(*factor > 0.0 && factor.is_finite()) {
                     return Err(AdminError::Invalid("factor must be > 0".into()));
                 }
-                let pools = self.zones(zone)?;
-                for p in &pools {
-                    p.gpu().set_speed_factor(*factor);
-                }
-                Ok(format!("GPU speed x{factor} in {} zone(s)", pools.len()))
+                let n = self
+                    .on_zones(zone, cmd, |p| p.gpu().set_speed_factor(*factor))
+                    .await?;
+                Ok(format!("GPU speed x{factor} in {n} zone(s)"))
             }
             SetGatewayAttempts { attempts } => {
                 if *attempts == 0 {
@@ -190,19 +328,27 @@ impl System {
                 if !(0.0..=1.0).contains(ratio) {
                     return Err(AdminError::Invalid("ratio must be in [0, 1]".into()));
                 }
-                for p in self.zones(&Some(zone.clone()))? {
-                    p.set_fail_ratio(*ratio);
-                }
+                self.on_zones(&Some(zone.clone()), cmd, |p| p.set_fail_ratio(*ratio))
+                    .await?;
                 Ok(format!(
                     "zone {zone} failing {:.0}% of requests",
                     ratio * 100.0
                 ))
             }
             ZoneRecover { zone } => {
-                for p in self.zones(&Some(zone.clone()))? {
-                    p.set_fail_ratio(0.0);
-                }
+                self.on_zones(&Some(zone.clone()), cmd, |p| p.set_fail_ratio(0.0))
+                    .await?;
                 Ok(format!("zone {zone} recovered"))
+            }
+            ZoneOutage { zone } => {
+                self.on_zones(&Some(zone.clone()), cmd, |p| p.set_outage(true))
+                    .await?;
+                Ok(format!("zone {zone} stopped answering"))
+            }
+            ZoneRestore { zone } => {
+                self.on_zones(&Some(zone.clone()), cmd, |p| p.set_outage(false))
+                    .await?;
+                Ok(format!("zone {zone} answers again"))
             }
             StopAllocations { zone } => {
                 self.gateway
@@ -235,6 +381,46 @@ impl System {
 
     /// The Prometheus text exposition of every layer.
     pub fn render_metrics(&self) -> String {
+        self.exposition().finish()
+    }
+
+    /// `render_metrics` plus every remote pool's metrics, merged (the gateway
+    /// role's `/metrics`). A pool that does not answer within a short bound
+    /// contributes its last good reading and `sut_remote_pool_up 0`, so a
+    /// paused zone cannot stall the scraper or make counters run backwards.
+    pub async fn metrics_text(&self) -> String {
+        let mut e = self.exposition();
+        let mut reads = tokio::task::JoinSet::new();
+        for (i, r) in self.remote_pools().enumerate() {
+            let r = r.clone();
+            reads.spawn(async move { (i, r.metrics_or_last().await) });
+        }
+        let mut texts = Vec::new();
+        while let Some(Ok(t)) = reads.join_next().await {
+            texts.push(t);
+        }
+        texts.sort_by_key(|(i, _)| *i);
+        let remotes: Vec<&Arc<RemotePool>> = self.remote_pools().collect();
+        for (i, (text, up)) in texts {
+            let zone = &remotes[i].zone;
+            e.sample(
+                "sut_remote_pool_up",
+                "gauge",
+                "1 when the zone's pool process answered its last metrics read.",
+                &[("zone", zone)],
+                if up { 1.0 } else { 0.0 },
+            );
+            if let Some(text) = text {
+                // The pool process's own gateway is idle: its counters would only add zeros.
+                let keep =
+                    |n: &str| !n.starts_with("sut_gateway_") && n != "sut_distinct_documents_total";
+                e.merge(&text, keep, ("process", zone));
+            }
+        }
+        e.finish()
+    }
+
+    fn exposition(&self) -> Exposition {
         let mut e = Exposition::default();
         let g = &self.gateway.metrics;
         let c =
@@ -289,71 +475,93 @@ impl System {
             f64::from(self.gateway.attempts_configured()),
         );
 
-        let cs = self.cache.stats();
-        c(
-            &mut e,
-            "sut_cache_hits_total",
-            "Result cache hits.",
-            cs.hits,
-        );
-        c(
-            &mut e,
-            "sut_cache_misses_total",
-            "Result cache misses.",
-            cs.misses,
-        );
-        c(
-            &mut e,
-            "sut_cache_writes_acked_total",
-            "Cache writes acknowledged.",
-            cs.writes_acked,
-        );
-        c(
-            &mut e,
-            "sut_cache_writes_stored_total",
-            "Acknowledged cache writes really stored.",
-            cs.writes_stored,
-        );
-        c(
-            &mut e,
-            "sut_cache_writes_lost_total",
-            "Cache writes acknowledged and then discarded.",
-            cs.writes_lost,
-        );
-        c(
-            &mut e,
-            "sut_cache_write_errors_total",
-            "Cache writes refused with an explicit error.",
-            cs.write_errors,
-        );
-        e.sample(
-            "sut_cache_entries",
-            "gauge",
-            "Entries in the result cache.",
-            &[],
-            cs.entries as f64,
-        );
-        e.sample(
-            "sut_cache_capacity",
-            "gauge",
-            "Storage limit of the result cache, in entries.",
-            &[],
-            cs.capacity as f64,
-        );
+        if let Some(cache) = &self.cache {
+            let cs = cache.stats();
+            c(
+                &mut e,
+                "sut_cache_hits_total",
+                "Result cache hits.",
+                cs.hits,
+            );
+            c(
+                &mut e,
+                "sut_cache_misses_total",
+                "Result cache misses.",
+                cs.misses,
+            );
+            c(
+                &mut e,
+                "sut_cache_writes_acked_total",
+                "Cache writes acknowledged.",
+                cs.writes_acked,
+            );
+            c(
+                &mut e,
+                "sut_cache_writes_stored_total",
+                "Acknowledged cache writes really stored.",
+                cs.writes_stored,
+            );
+            c(
+                &mut e,
+                "sut_cache_writes_lost_total",
+                "Cache writes acknowledged and then discarded.",
+                cs.writes_lost,
+            );
+            c(
+                &mut e,
+                "sut_cache_write_errors_total",
+                "Cache writes refused with an explicit error.",
+                cs.write_errors,
+            );
+            e.sample(
+                "sut_cache_entries",
+                "gauge",
+                "Entries in the result cache.",
+                &[],
+                cs.entries as f64,
+            );
+            e.sample(
+                "sut_cache_capacity",
+                "gauge",
+                "Storage limit of the result cache, in entries.",
+                &[],
+                cs.capacity as f64,
+            );
+        }
 
-        let info = self.executor.info();
-        e.sample(
-            "sut_executor_info",
-            "gauge",
-            "The page executor; fallback=\"true\" means no GPU adapter was found.",
-            &[
-                ("adapter", &info.adapter),
-                ("fallback", if info.fallback { "true" } else { "false" }),
-            ],
-            1.0,
-        );
+        if let Some(executor) = &self.executor {
+            let info = executor.info();
+            e.sample(
+                "sut_executor_info",
+                "gauge",
+                "The page executor; fallback=\"true\" means no GPU adapter was found.",
+                &[
+                    ("adapter", &info.adapter),
+                    ("fallback", if info.fallback { "true" } else { "false" }),
+                ],
+                1.0,
+            );
+        }
 
-        for p in self.gateway.pools() {
+        for r in self.remote_pools() {
+            let z: &[(&str, &str)] = &[("zone", &r.zone)];
+            e.sample(
+                "sut_gateway_remote_pool_timeouts_total",
+                "counter",
+                "Attempts to a remote pool that got no answer in time.",
+                z,
+                r.metrics.timeouts.get() as f64,
+            );
+            e.sample(
+                "sut_gateway_remote_pool_unreachable_total",
+                "counter",
+                "Attempts to a remote pool that could not be delivered.",
+                z,
+                r.metrics.unreachable.get() as f64,
+            );
+        }
+
+        for p in self.local_pools() {
             let z: &[(&str, &str)] = &[("zone", &p.zone)];
             let m = &p.metrics;
             let zc = |e: &mut Exposition, n: &str, h: &str, v: u64| {
@@ -399,6 +607,12 @@ impl System {
                 "sut_pool_zombie_work_total",
                 "Documents computed after their request was answered 504.",
                 m.zombie_work.get(),
+            );
+            zc(
+                &mut e,
+                "sut_pool_unanswered_total",
+                "Requests left unanswered during a zone outage.",
+                m.unanswered.get(),
             );
             zc(
                 &mut e,
@@ -502,6 +716,6 @@ impl System {
                 );
             }
         }
-        e.finish()
+        e
     }
 }

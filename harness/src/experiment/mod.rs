@@ -175,6 +175,9 @@ impl TimelineOp {
             TimelineOp::Admin(AdminCommand::ZoneFail { zone, .. }) => {
                 Some(AdminCommand::ZoneRecover { zone: zone.clone() })
             }
+            TimelineOp::Admin(AdminCommand::ZoneOutage { zone }) => {
+                Some(AdminCommand::ZoneRestore { zone: zone.clone() })
+            }
             TimelineOp::Admin(AdminCommand::SetGpuSpeed { zone, .. }) => {
                 Some(AdminCommand::SetGpuSpeed {
                     zone: zone.clone(),

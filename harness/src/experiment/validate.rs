@@ -606,7 +606,7 @@ fn timeline_entry(
         TimelineOp::OversizedDocuments(od)
     } else {
         let cmd: sut::AdminCommand = serde_json::from_value(value.clone()).map_err(|e| {
-            cx.err(at_loc, &field, format!("{e}; expected one of cache_fill, cache_fill_to_limit, cache_on_full, set_slots, set_gpu_lanes, set_gpu_speed, set_gateway_attempts, zone_fail, zone_recover, stop_allocations, resume_allocations, throttle, oversized_documents"))
+            cx.err(at_loc, &field, format!("{e}; expected one of cache_fill, cache_fill_to_limit, cache_on_full, set_slots, set_gpu_lanes, set_gpu_speed, set_gateway_attempts, zone_fail, zone_recover, zone_outage, zone_restore, stop_allocations, resume_allocations, throttle, oversized_documents"))
         })?;
         if let Some(z) = command_zone(&cmd) {
             if !zones.iter().any(|x| x == z) {
@@ -627,7 +627,7 @@ fn timeline_entry(
     };
     if let Some(d) = dur {
         if op.revert().is_none() {
-            return Err(cx.err(at_loc, format!("{f}.duration"), "only zone_fail, set_gpu_speed, stop_allocations and throttle can have a duration (they are undone at its end)"));
+            return Err(cx.err(at_loc, format!("{f}.duration"), "only zone_fail, zone_outage, set_gpu_speed, stop_allocations and throttle can have a duration (they are undone at its end)"));
         }
         if at + d > duration {
             return Err(cx.err(at_loc, format!("{f}.duration"), "ends after the run"));
@@ -653,6 +653,8 @@ fn command_zone(cmd: &sut::AdminCommand) -> Option<&str> {
         }
         ZoneFail { zone, .. }
         | ZoneRecover { zone }
+        | ZoneOutage { zone }
+        | ZoneRestore { zone }
         | StopAllocations { zone }
         | ResumeAllocations { zone }
         | Throttle { zone, .. } => Some(zone),
@@ -677,6 +679,8 @@ fn default_label(op: &TimelineOp) -> String {
             SetGatewayAttempts { attempts } => format!("gateway attempts {attempts}"),
             ZoneFail { zone, ratio } => format!("{zone} failing {:.0}%", ratio * 100.0),
             ZoneRecover { zone } => format!("{zone} recovers"),
+            ZoneOutage { zone } => format!("{zone} out"),
+            ZoneRestore { zone } => format!("{zone} back"),
             StopAllocations { zone } => format!("stop {zone}"),
             ResumeAllocations { zone } => format!("resume {zone}"),
             Throttle { zone, per_sec } => match per_sec {

@@ -1,11 +1,18 @@
 //! `sut`: runs the system under test as its own process.
 //!
-//! `sut --config system.yaml --listen 127.0.0.1:8080`. Ctrl-C (or SIGTERM)
-//! stops accepting and drains in-flight requests.
+//! `sut --config system.yaml --listen 127.0.0.1:8080` runs the whole service.
+//! The roles can also run apart, one process per zone's pool and one gateway:
+//!
+//! ```text
+//! sut --config system.yaml --role pool --zone az1 --listen 0.0.0.0:8080
+//! sut --config system.yaml --role gateway --pool az1=http://pool-az1:8080 ...
+//! ```
+//!
+//! Ctrl-C (or SIGTERM) stops accepting and drains in-flight requests.
 
 use anyhow::Context;
 use clap::Parser;
-use sut::{System, SystemConfig};
+use sut::{Role, StartOptions, System, SystemConfig};
 
 #[derive(Parser)]
 #[command(about = "The document-extraction service the harness tests")]
@@ -16,6 +23,19 @@ struct Args {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: std::net::SocketAddr,
+    /// Which part of the service to run: all, pool (one zone) or gateway.
+    #[arg(long, default_value = "all")]
+    role: String,
+    /// The zone of `--role pool`.
+    #[arg(long)]
+    zone: Option<String>,
+    /// `ZONE=URL` of each zone's pool process, for `--role gateway`.
+    #[arg(long = "pool")]
+    pools: Vec<String>,
+    /// Accept admin requests from any peer (the token is still required):
+    /// for processes in containers, whose callers are other hosts.
+    #[arg(long)]
+    admin_from_any_peer: bool,
 }
 
 #[tokio::main]
@@ -36,14 +56,25 @@ async fn main() -> anyhow::Result<()> {
         }
         None => SystemConfig::default(),
     };
-    let system = System::start(config)
+    let role = Role::from_args(&args.role, args.zone.as_deref(), &args.pools)
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let opts = StartOptions {
+        role,
+        admin_from_any_peer: args.admin_from_any_peer,
+    };
+    let system = System::start_with(config, opts, None)
         .await
         .context("starting the system under test")?;
     let info = system.executor_info();
+    eprintln!("sut: role: {}", system.role);
     eprintln!(
         "sut: page executor: {}{}",
         info.adapter,
-        if info.fallback { " (CPU FALLBACK)" } else { "" }
+        if info.fallback {
+            " (CPU FALLBACK: no GPU adapter)"
+        } else {
+            ""
+        }
     );
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
