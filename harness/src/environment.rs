@@ -3,6 +3,7 @@
 //! `embedded` (the default) starts the whole system in this process, serving
 //! HTTP on a fresh 127.0.0.1 port for each variant, so the load crosses a real
 //! socket and the admin API is the same one an external target offers.
+//! `containers` runs the same system as containers (see `containers.rs`).
 //! `external` drives a URL given in the experiment and changes nothing there
 //! except through its admin API.
 
@@ -21,11 +22,22 @@ pub struct Target {
     server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
     /// Our own redis-server, stopped with the target.
     redis: Option<sut::redis_server::RedisServer>,
+    /// The variant's containers, removed with the target.
+    containers: Option<crate::containers::ContainerSet>,
 }
 
 impl Target {
-    /// Stops an embedded system (drains in-flight requests, bounded).
+    /// The zones' containers, for real zone outages (containers environment).
+    pub fn zone_containers(&self) -> Option<Arc<crate::containers::ZoneContainers>> {
+        self.containers.as_ref().map(|c| c.zones.clone())
+    }
+
+    /// Stops an embedded system (drains in-flight requests, bounded) or
+    /// removes the variant's containers.
     pub async fn stop(mut self) {
+        if let Some(c) = self.containers.take() {
+            c.stop().await;
+        }
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
@@ -48,7 +60,8 @@ impl Target {
 /// The page executor every embedded variant shares (one device), or None for an external target.
 pub fn executor(exp: &Experiment) -> anyhow::Result<Option<Arc<dyn PageExecutor>>> {
     match exp.environment {
-        Environment::Embedded => {
+        // Containers: the pools run on this machine too, so calibrate here.
+        Environment::Embedded | Environment::Containers { .. } => {
             let e = gpu_executor::select_executor(exp.executor_choice())
                 .context("selecting the page executor")?;
             let info = e.info();
@@ -129,6 +142,21 @@ pub async fn start(
                 shutdown: Some(tx),
                 server: Some(server),
                 redis,
+                containers: None,
+            })
+        }
+        (Environment::Containers { images }, _) => {
+            let set = crate::containers::start(&v.name, &v.system, images)
+                .await
+                .with_context(|| format!("starting the containers of {}", v.name))?;
+            report_pool_executors(&set.base_url).await;
+            Ok(Target {
+                base_url: set.base_url.clone(),
+                admin_token: Some(v.system.admin_token.clone()),
+                shutdown: None,
+                server: None,
+                redis: None,
+                containers: Some(set),
             })
         }
         (Environment::External { url, admin_token }, _) => {
@@ -139,11 +167,29 @@ pub async fn start(
                 shutdown: None,
                 server: None,
                 redis: None,
+                containers: None,
             })
         }
         (Environment::Embedded, None) => {
             anyhow::bail!("embedded environment without a page executor")
         }
+    }
+}
+
+/// Says which executor the pool containers run, loudly when it is the CPU
+/// fallback (an image built without the Vulkan driver, say).
+async fn report_pool_executors(base_url: &str) {
+    let client = reqwest::Client::new();
+    let Ok(m) = crate::scrape::scrape(&client, base_url).await else {
+        return;
+    };
+    let adapter = m.label("sut_executor_info", "adapter").unwrap_or_default();
+    if m.label("sut_executor_info", "fallback").as_deref() == Some("true") {
+        eprintln!(
+            "\n!!! NO GPU ADAPTER IN THE POOL CONTAINERS: their pages run on the CPU reference implementation ({adapter}).\n"
+        );
+    } else {
+        tracing::info!("pool containers run pages on {adapter}");
     }
 }
 

@@ -9,6 +9,7 @@
 
 pub mod ablate;
 pub mod bench;
+pub mod containers;
 pub mod environment;
 pub mod experiment;
 pub mod interrupt;

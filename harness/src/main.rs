@@ -46,6 +46,10 @@ struct RunArgs {
     /// Print the summary JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// Run in this environment instead of the file's: embedded or containers
+    /// (containers needs the images of `ci/images.sh`).
+    #[arg(long)]
+    environment: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -179,10 +183,16 @@ fn load(
 }
 
 fn run(path: PathBuf, args: RunArgs) -> ExitCode {
-    let exp = match load(&path, args.quick, args.seed) {
+    let mut exp = match load(&path, args.quick, args.seed) {
         Ok(e) => e,
         Err(code) => return code,
     };
+    if let Some(env) = &args.environment {
+        if let Err(e) = exp.set_environment(env) {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let (rt, stop) = match runtime_with_ctrl_c() {
         Ok(x) => x,
         Err(e) => {

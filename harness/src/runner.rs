@@ -233,6 +233,7 @@ async fn drive_variant(
         client: http.clone(),
         base_url: base.clone(),
         token: token.clone(),
+        containers: target.zone_containers(),
     });
     let entries = exp
         .timeline

@@ -1,7 +1,9 @@
 //! `FaultTimeline`: executes faults and operator actions at their times.
 //!
 //! Commands go to the system's admin API (loopback, bearer token), so the same
-//! timeline replays against the embedded system and an external target.
+//! timeline replays against the embedded system and an external target. In
+//! the containers environment a zone outage is real instead: the zone's
+//! container is paused, and unpaused when the outage ends.
 //! Entries with a duration are undone at its end. Every entry is logged with
 //! the time it actually ran and what the system answered; a failed command is
 //! reported in the run, never ignored. Oversized documents are client traffic
@@ -21,10 +23,19 @@ pub struct AdminApi {
     pub client: reqwest::Client,
     pub base_url: String,
     pub token: String,
+    /// The zones' containers (containers environment only).
+    pub containers: Option<Arc<crate::containers::ZoneContainers>>,
 }
 
 impl AdminApi {
     pub async fn send(&self, cmd: &AdminCommand) -> Result<String, String> {
+        if let Some(c) = &self.containers {
+            match cmd {
+                AdminCommand::ZoneOutage { zone } => return c.pause(zone).await,
+                AdminCommand::ZoneRestore { zone } => return c.unpause(zone).await,
+                _ => {}
+            }
+        }
         let r = self
             .client
             .post(format!("{}/admin/command", self.base_url))

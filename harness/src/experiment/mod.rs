@@ -37,6 +37,8 @@ pub struct Experiment {
     pub incident: Vec<IncidentFigure>,
     /// The file's text, for the report.
     pub source: String,
+    /// The images `environment: containers` (or `--environment containers`) runs.
+    pub container_images: crate::containers::ContainerImages,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +50,10 @@ pub enum Environment {
         url: String,
         admin_token: Option<String>,
     },
+    /// The system under test as containers (gateway, one pool per zone, Redis).
+    Containers {
+        images: crate::containers::ContainerImages,
+    },
 }
 
 impl Environment {
@@ -55,6 +61,7 @@ impl Environment {
         match self {
             Environment::Embedded => "embedded",
             Environment::External { .. } => "external",
+            Environment::Containers { .. } => "containers",
         }
     }
 }
@@ -199,6 +206,35 @@ impl TimelineOp {
 }
 
 impl Experiment {
+    /// `--environment`: runs an embedded experiment as containers or the
+    /// other way round (same system configuration, same timeline). An
+    /// external experiment names its target and cannot be switched.
+    pub fn set_environment(&mut self, kind: &str) -> Result<(), String> {
+        if let Environment::External { .. } = self.environment {
+            return Err(format!(
+                "{} drives an external target; --environment cannot change that",
+                self.name
+            ));
+        }
+        self.environment = match kind {
+            "embedded" => Environment::Embedded,
+            "containers" => Environment::Containers {
+                images: self.container_images.clone(),
+            },
+            "external" => {
+                return Err(
+                    "--environment external needs a target: set `environment: external` and `target:` in the file".into(),
+                )
+            }
+            other => {
+                return Err(format!(
+                    "unknown environment {other:?}; expected embedded or containers"
+                ))
+            }
+        };
+        Ok(())
+    }
+
     /// Executor preference of the first variant (one device serves every variant).
     pub fn executor_choice(&self) -> ExecutorChoice {
         self.variants

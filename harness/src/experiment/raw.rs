@@ -27,6 +27,8 @@ pub struct RawExperiment {
     #[serde(default)]
     pub target: Option<RawTarget>,
     #[serde(default)]
+    pub containers: Option<RawContainers>,
+    #[serde(default)]
     pub analysis: RawAnalysis,
     #[serde(default)]
     pub system: SystemConfig,
@@ -66,6 +68,17 @@ pub struct RawTarget {
     pub admin_token: Option<String>,
     #[serde(default)]
     pub allow_remote: bool,
+}
+
+/// For `environment: containers`: which images to run (defaults: the ones
+/// `ci/images.sh` builds).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawContainers {
+    #[serde(default)]
+    pub sut_image: Option<String>,
+    #[serde(default)]
+    pub redis_image: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize, Clone)]

@@ -154,18 +154,14 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
                         admin_token: t.admin_token.clone(),
                     }
                 }
-                "containers" => return Err(cx.err(
+                "containers" => containers_environment(&raw),
+                other => return Err(cx.err(
                     &s.referenced,
                     "environment",
-                    "`containers` is not available in this build yet; use `embedded` or `external`",
+                    format!(
+                        "unknown environment {other:?}; expected embedded, containers or external"
+                    ),
                 )),
-                other => {
-                    return Err(cx.err(
-                        &s.referenced,
-                        "environment",
-                        format!("unknown environment {other:?}; expected embedded or external"),
-                    ))
-                }
             }
         }
     };
@@ -327,6 +323,10 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
         expectations,
         incident,
         source: text.to_string(),
+        container_images: match containers_environment(&raw) {
+            Environment::Containers { images } => images,
+            _ => unreachable!("containers_environment gives Containers"),
+        },
     })
 }
 
@@ -643,6 +643,17 @@ fn timeline_entry(
         is_fault,
         label,
     })
+}
+
+/// `environment: containers` with the images of the `containers:` section.
+pub fn containers_environment(raw: &RawExperiment) -> Environment {
+    let c = raw.containers.as_ref();
+    Environment::Containers {
+        images: crate::containers::ContainerImages::resolve(
+            c.and_then(|c| c.sut_image.clone()),
+            c.and_then(|c| c.redis_image.clone()),
+        ),
+    }
 }
 
 fn command_zone(cmd: &sut::AdminCommand) -> Option<&str> {

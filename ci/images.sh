@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Builds the two images of the `containers` environment from this machine's
+# own files, pulling nothing (there may be no registry at all):
+#
+#   overload-harness/sut:local    the `sut` binary, its shared libraries, and
+#                                 the Vulkan loader + Mesa's lavapipe driver,
+#                                 so pool containers run pages through wgpu
+#   overload-harness/redis:local  this machine's redis-server and its libraries
+#
+# Each is `FROM scratch` plus a root filesystem assembled with ldd. Usage:
+#   bash ci/images.sh [--release] [--sut-tag NAME:TAG] [--redis-tag NAME:TAG]
+# Needs: docker, cargo, redis-server, mesa-vulkan-drivers (for the GPU path;
+# without it the pools fall back to the CPU and say so loudly).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+profile=debug
+sut_tag=overload-harness/sut:local
+redis_tag=overload-harness/redis:local
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --release) profile=release ;;
+    --sut-tag) sut_tag="$2"; shift ;;
+    --redis-tag) redis_tag="$2"; shift ;;
+    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
+    *) echo "images.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+command -v docker >/dev/null || { echo "images.sh: docker is not installed" >&2; exit 2; }
+command -v redis-server >/dev/null || { echo "images.sh: redis-server is not installed (apt-get install -y redis-server)" >&2; exit 2; }
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+# Copies a file and every shared library it links against into $1.
+add_with_libs() {
+  local root="$1"; shift
+  for f in "$@"; do
+    [ -e "$f" ] || continue
+    mkdir -p "$root$(dirname "$f")"
+    cp -L "$f" "$root$f"
+    ldd "$f" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
+      [ -e "$root$lib" ] && continue
+      mkdir -p "$root$(dirname "$lib")"
+      cp -L "$lib" "$root$lib"
+    done
+  done
+}
+
+# --- sut ---------------------------------------------------------------
+cargo_flags=(-j2 -q -p system-under-test --bin sut)
+[ "$profile" = release ] && cargo_flags+=(--release)
+cargo build "${cargo_flags[@]}"
+target_dir="${CARGO_TARGET_DIR:-$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')}"
+bin="$target_dir/$profile/sut"
+[ -x "$bin" ] || { echo "images.sh: $bin was not built" >&2; exit 1; }
+
+root="$work/sut/rootfs"
+mkdir -p "$root/usr/local/bin" "$root/tmp" "$root/etc"
+chmod 1777 "$root/tmp"
+objcopy --strip-debug "$bin" "$root/usr/local/bin/sut"
+add_with_libs "$root" "$bin"
+rm -f "$root$bin"
+# wgpu opens the Vulkan loader at run time (not in ldd); the loader finds
+# lavapipe through its ICD file.
+gpu=no
+for icd in /usr/share/vulkan/icd.d/lvp_icd.*.json; do
+  [ -e "$icd" ] || continue
+  lib="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ICD"]["library_path"])' "$icd")"
+  mkdir -p "$root/usr/share/vulkan/icd.d"
+  cp "$icd" "$root$icd"
+  add_with_libs "$root" "$lib"
+  gpu=yes
+done
+for loader in /usr/lib/x86_64-linux-gnu/libvulkan.so.1 /usr/lib/aarch64-linux-gnu/libvulkan.so.1; do
+  add_with_libs "$root" "$loader"
+done
+cat > "$work/sut/Dockerfile" <<'EOF'
+FROM scratch
+COPY rootfs/ /
+ENV XDG_RUNTIME_DIR=/tmp MESA_SHADER_CACHE_DISABLE=true
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/sut"]
+EOF
+docker build -q -t "$sut_tag" "$work/sut" >/dev/null
+echo "images.sh: built $sut_tag ($(du -sh "$root" | cut -f1), $profile sut, lavapipe: $gpu)"
+
+# --- redis -------------------------------------------------------------
+root="$work/redis/rootfs"
+mkdir -p "$root/tmp" "$root/data"
+chmod 1777 "$root/tmp"
+add_with_libs "$root" "$(command -v redis-server)"
+redis_bin="$(command -v redis-server)"
+cat > "$work/redis/Dockerfile" <<EOF
+FROM scratch
+COPY rootfs/ /
+WORKDIR /data
+EXPOSE 6379
+ENTRYPOINT ["$redis_bin"]
+EOF
+docker build -q -t "$redis_tag" "$work/redis" >/dev/null
+echo "images.sh: built $redis_tag ($(du -sh "$root" | cut -f1), $("$redis_bin" --version | cut -d' ' -f3))"

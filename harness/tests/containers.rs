@@ -1,0 +1,107 @@
+//! `environment: containers` end to end: Redis, two pool containers and a
+//! gateway container on their own Docker network, a real zone outage (the
+//! zone's container paused, then unpaused), and the same integrity ledger as
+//! every run. Needs Docker and the images of `ci/images.sh`: without them the
+//! test prints why it skipped, unless `HARNESS_REQUIRE_DOCKER=1` (as in
+//! `.ci/run`), which makes a missing part a failure.
+
+use harness::containers::{check_images, ContainerImages};
+use harness::experiment::parse;
+use harness::interrupt::StopSignal;
+use harness::runner::{self, RunOptions};
+use std::sync::Arc;
+
+const SMALL: &str = r#"name: containers-smoke
+duration: 9s
+environment: containers
+analysis: { recovery_window: 1s, warmup: 1s }
+system:
+  zones: [az1, az2]
+  executor: auto
+  pool: { slots: 8, queue: 8, deadline: 400ms }
+  gpu: { lanes: 4, page_time: 2ms }
+  page: { words: 64, rounds: 2 }
+  cache: { backend: { redis: { maxmemory_mb: 8, policy: allkeys_random } } }
+  gateway: { retry: { max_attempts: 1 } }
+  router: { redirect_failure_ratio: 0.5, window: 1s }
+workload:
+  arrival: { constant: { rate: 25 } }
+  documents: { pages: { uniform: { min: 1, max: 3 } }, tenants: 2 }
+  client: { timeout: 3s, retry: { max_attempts: 4, backoff: { fixed: { delay: 100ms } } } }
+timeline:
+  - { at: 2s, fault: { zone_outage: { zone: az1 } }, duration: 3s }
+variants:
+  only: {}
+expect:
+  only: { incorrect_results: 0, unaccounted_documents: 0 }
+"#;
+
+fn required() -> bool {
+    std::env::var("HARNESS_REQUIRE_DOCKER").is_ok_and(|v| v == "1")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn short_experiment_in_containers_with_a_paused_zone() {
+    let images = ContainerImages::resolve(None, None);
+    if let Err(why) = check_images(&images, true).await {
+        if required() {
+            panic!("HARNESS_REQUIRE_DOCKER=1 but: {why}");
+        }
+        println!("SKIPPED: containers environment not available: {why}");
+        return;
+    }
+    let exp = parse(SMALL, "containers-smoke.yaml", false).unwrap();
+    let out = std::env::temp_dir().join(format!("harness-containers-{}", std::process::id()));
+    let opts = RunOptions {
+        out_dir: out.clone(),
+        quiet: true,
+        variant: None,
+    };
+    let o = runner::run(&exp, &opts, Arc::new(StopSignal::default()))
+        .await
+        .unwrap();
+    let v = &o.run.variants[0];
+    let i = &v.integrity;
+    assert!(i.accounted(), "{i:?}");
+    assert!(i.submitted >= 150, "{i:?}");
+    assert!(
+        i.completed > i.submitted / 2,
+        "most documents completed: {i:?}"
+    );
+    assert_eq!(i.incorrect_results, 0);
+    assert_eq!(i.results_checked, i.completed);
+
+    // The outage was real: the container was paused and unpaused.
+    assert!(v.events.iter().all(|e| e.ok), "{:?}", v.events);
+    let details: Vec<&str> = v.events.iter().map(|e| e.detail.as_str()).collect();
+    assert!(
+        details.iter().any(|d| d.contains("az1 paused")),
+        "{details:?}"
+    );
+    assert!(
+        details.iter().any(|d| d.contains("az1 unpaused")),
+        "{details:?}"
+    );
+    // While paused, az1 answered nothing; after, it served again.
+    let az1 = |t: usize| {
+        v.seconds
+            .get(t)
+            .and_then(|s| s.zones.get("az1"))
+            .map(|z| z.requests)
+    };
+    let series: Vec<_> = (0..v.seconds.len()).map(az1).collect();
+    println!("az1 requests per second: {series:?}");
+    // Row t is read at t+1 s: rows 2 and 3 are read inside the 2 s..5 s pause.
+    let during: u64 = (2..4).filter_map(az1).sum();
+    let after: u64 = (6..9).filter_map(az1).sum();
+    assert_eq!(during, 0, "az1 served while paused");
+    assert!(after > 0, "az1 serves again after the unpause");
+    // Results went through the Redis container.
+    assert!(
+        v.system_totals["sut_cache_writes_acked_total"] > 0.0,
+        "{:?}",
+        v.system_totals
+    );
+    assert!(o.analysis.all_passed, "{:?}", o.analysis.expectations);
+    let _ = std::fs::remove_dir_all(out);
+}
