@@ -101,7 +101,9 @@ echo "nightly: build took $((SECONDS - start)) s"
 # Docker; the embedded experiments do not, so a missing piece is a note, not an error.
 if command -v docker >/dev/null 2>&1 && [ -f ci/images.sh ]; then
   echo "nightly: building container images (ci/images.sh)"
-  bash ci/images.sh || { echo "nightly: ci/images.sh failed"; write_indexes || true; exit 2; }
+  image_flags=()
+  [ "$profile" = release ] && image_flags+=(--release)
+  bash ci/images.sh "${image_flags[@]}" || { echo "nightly: ci/images.sh failed"; write_indexes || true; exit 2; }
 elif [ -f ci/images.sh ]; then
   echo "nightly: note: docker not found, container images not built"
 else

@@ -51,17 +51,15 @@ pub async fn run(
     r
 }
 
-/// Parses and checks an extraction request body.
-fn parse_request(body: &[u8]) -> Result<ExtractRequest, Response> {
-    let req: ExtractRequest = serde_json::from_slice(body).map_err(|e| {
-        (StatusCode::BAD_REQUEST, format!("invalid request: {e}\n")).into_response()
-    })?;
+/// Parses and checks an extraction request body; a 400 with why, else.
+fn parse_request(body: &[u8]) -> Result<ExtractRequest, (StatusCode, String)> {
+    let req: ExtractRequest = serde_json::from_slice(body)
+        .map_err(|e| (StatusCode::BAD_REQUEST, format!("invalid request: {e}\n")))?;
     if req.pages == 0 || req.tenant.is_empty() {
         return Err((
             StatusCode::BAD_REQUEST,
-            "pages must be >= 1 and tenant non-empty\n",
-        )
-            .into_response());
+            "pages must be >= 1 and tenant non-empty\n".into(),
+        ));
     }
     Ok(req)
 }
@@ -69,7 +67,7 @@ fn parse_request(body: &[u8]) -> Result<ExtractRequest, Response> {
 async fn extract(State(sys): State<Arc<System>>, body: axum::body::Bytes) -> Response {
     let req = match parse_request(&body) {
         Ok(r) => r,
-        Err(resp) => return resp,
+        Err(bad) => return bad.into_response(),
     };
     let task = {
         let sys = sys.clone();
@@ -105,7 +103,7 @@ async fn pool_extract(State(sys): State<Arc<System>>, body: axum::body::Bytes) -
     };
     let req = match parse_request(&body) {
         Ok(r) => r,
-        Err(resp) => return resp,
+        Err(bad) => return bad.into_response(),
     };
     let task = tokio::spawn(async move { pool.handle(&req.tenant, req.document, req.pages).await });
     match task.await {

@@ -126,44 +126,44 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
 
     let environment = match &raw.environment {
         None => Environment::Embedded,
-        Some(s) => {
-            match s.value.as_str() {
-                "embedded" => Environment::Embedded,
-                "external" => {
-                    let t = raw.target.as_ref().ok_or_else(|| {
-                        cx.err(
-                            &s.referenced,
-                            "target",
-                            "environment external needs `target: { url: ... }`",
-                        )
-                    })?;
-                    let url = t.url.value.trim_end_matches('/').to_string();
-                    let parsed = reqwest::Url::parse(&url)
-                        .map_err(|e| cx.err(&t.url.referenced, "target.url", e.to_string()))?;
-                    let host = parsed.host_str().unwrap_or("");
-                    let loopback = host == "localhost"
-                        || host
-                            .trim_matches(['[', ']'])
-                            .parse::<std::net::IpAddr>()
-                            .is_ok_and(|ip| ip.is_loopback());
-                    if !loopback && !t.allow_remote {
-                        return Err(cx.err(&t.url.referenced, "target.url", "is not a loopback address; load tests send traffic to this machine only unless `allow_remote: true` is set"));
-                    }
-                    Environment::External {
-                        url,
-                        admin_token: t.admin_token.clone(),
-                    }
+        Some(s) => match s.value.as_str() {
+            "embedded" => Environment::Embedded,
+            "external" => {
+                let t = raw.target.as_ref().ok_or_else(|| {
+                    cx.err(
+                        &s.referenced,
+                        "target",
+                        "environment external needs `target: { url: ... }`",
+                    )
+                })?;
+                let url = t.url.value.trim_end_matches('/').to_string();
+                let parsed = reqwest::Url::parse(&url)
+                    .map_err(|e| cx.err(&t.url.referenced, "target.url", e.to_string()))?;
+                let host = parsed.host_str().unwrap_or("");
+                let loopback = host == "localhost"
+                    || host
+                        .trim_matches(['[', ']'])
+                        .parse::<std::net::IpAddr>()
+                        .is_ok_and(|ip| ip.is_loopback());
+                if !loopback && !t.allow_remote {
+                    return Err(cx.err(&t.url.referenced, "target.url", "is not a loopback address; load tests send traffic to this machine only unless `allow_remote: true` is set"));
                 }
-                "containers" => containers_environment(&raw),
-                other => return Err(cx.err(
+                Environment::External {
+                    url,
+                    admin_token: t.admin_token.clone(),
+                }
+            }
+            "containers" => containers_environment(&raw),
+            other => {
+                return Err(cx.err(
                     &s.referenced,
                     "environment",
                     format!(
                         "unknown environment {other:?}; expected embedded, containers or external"
                     ),
-                )),
+                ))
             }
-        }
+        },
     };
 
     let analysis = analysis_config(&cx, &analysis_raw)?;
