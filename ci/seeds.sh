@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Runs experiments over several seeds and prints one line per run:
-#   ci/seeds.sh [--quick] [EXPERIMENT.yaml ...]      (default: every experiments/*.yaml)
+#   ci/seeds.sh [--quick] [--release] [EXPERIMENT.yaml ...]   (default: every experiments/*.yaml)
 # SEEDS="1 2 3 4 5" by default; OUT (default /tmp/seed-reports) holds the reports.
 # Exits 1 if any run failed an expectation, 2 on a setup error.
 set -u
 cd "$(dirname "$0")/.."
 quick=""
+profile=debug
 files=()
 for a in "$@"; do
   case "$a" in
     --quick) quick="--quick" ;;
+    --release) profile=release ;;
     *) files+=("$a") ;;
   esac
 done
@@ -17,12 +19,15 @@ done
 seeds=${SEEDS:-"1 2 3 4 5"}
 out=${OUT:-/tmp/seed-reports}
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
-cargo build -q -j2 -p harness || exit 2
+build=(-q -j2 -p harness)
+[ "$profile" = release ] && build+=(--release)
+cargo build "${build[@]}" || exit 2
+harness="${CARGO_TARGET_DIR:-target}/$profile/harness"
 worst=0
 for f in "${files[@]}"; do
   pass=0; n=0
   for s in $seeds; do
-    ./target/debug/harness "$f" $quick --seed "$s" --quiet --out "$out" >"$out.log" 2>&1
+    "$harness" "$f" $quick --seed "$s" --quiet --out "$out" >"$out.log" 2>&1
     rc=$?
     n=$((n + 1))
     if [ $rc -eq 0 ]; then pass=$((pass + 1)); echo "PASS $f seed $s"; else
