@@ -18,6 +18,7 @@ done
 [ ${#files[@]} -gt 0 ] || files=(experiments/*.yaml)
 seeds=${SEEDS:-"1 2 3 4 5"}
 out=${OUT:-/tmp/seed-reports}
+mkdir -p "$out" "$(dirname "$out")" || exit 2
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 build=(-q -j2 -p harness)
 [ "$profile" = release ] && build+=(--release)
