@@ -56,6 +56,16 @@ async fn extract(http: &reqwest::Client, base: &str, doc: u64) -> reqwest::Respo
         .unwrap()
 }
 
+async fn metrics(http: &reqwest::Client, base: &str) -> String {
+    http.get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 async fn admin(http: &reqwest::Client, base: &str, cmd: serde_json::Value) -> reqwest::Response {
     http.post(format!("{base}/admin/command"))
         .bearer_auth(TOKEN)
@@ -79,14 +89,7 @@ async fn gateway_reaches_remote_pools_and_merges_their_metrics() {
     }
     assert_eq!(zones.len(), 2, "both zones served: {zones:?}");
 
-    let m = http
-        .get(format!("{gw}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let m = metrics(&http, &gw).await;
     assert!(m.contains("sut_gateway_requests_total 12\n"), "{m}");
     assert!(m.contains("sut_remote_pool_up{zone=\"az1\"} 1\n"), "{m}");
     for z in ["az1", "az2"] {
@@ -144,14 +147,7 @@ async fn admin_commands_are_forwarded_and_need_the_token() {
     )
     .await;
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
-    let pool_metrics = http
-        .get(format!("{az1}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let pool_metrics = metrics(&http, &az1).await;
     assert!(
         pool_metrics.contains("sut_pool_slots{zone=\"az1\"} 9\n"),
         "the pool process applied it: {pool_metrics}"
@@ -221,14 +217,7 @@ async fn a_silent_zone_times_out_and_a_dead_one_is_unreachable() {
     assert_eq!(r.status(), 503);
     let body: serde_json::Value = r.json().await.unwrap();
     assert_eq!(body["reason"], "zone_unreachable");
-    let m = http
-        .get(format!("{lonely}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let m = metrics(&http, &lonely).await;
     assert!(m.contains("sut_remote_pool_up{zone=\"az1\"} 0\n"), "{m}");
 }
 
