@@ -75,10 +75,6 @@ impl RemotePool {
         }
     }
 
-    pub fn base_url(&self) -> &str {
-        &self.base_url
-    }
-
     /// Asks the remote pool; never fails, a broken hop is a failed reply.
     pub async fn handle(&self, tenant: &str, doc: u64, pages: u32) -> Reply {
         let req = ExtractRequest {
