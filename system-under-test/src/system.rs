@@ -83,52 +83,51 @@ impl System {
     ) -> Result<Arc<System>, StartError> {
         config.validate()?;
         opts.role.check(&config.zones).map_err(StartError::Role)?;
-        let (cache, executor) = match &opts.role {
-            Role::Gateway { .. } => (None, None),
-            _ => {
+        let (cache, executor, pools) = match &opts.role {
+            Role::Gateway { pools } => {
+                let remote = config
+                    .zones
+                    .iter()
+                    .map(|z| {
+                        let url = pools
+                            .iter()
+                            .find(|(p, _)| p == z)
+                            .map(|(_, u)| u.clone())
+                            .expect("Role::check saw a URL for every zone");
+                        ZonePool::Remote(Arc::new(RemotePool::new(
+                            z.clone(),
+                            url,
+                            config.admin_token.clone(),
+                            config.pool.deadline,
+                            config.gateway.fallback_retry_after,
+                        )))
+                    })
+                    .collect();
+                (None, None, remote)
+            }
+            role => {
                 let executor = match executor {
                     Some(e) => e,
                     None => select_executor(config.executor)?,
                 };
-                (Some(Self::open_cache(&config).await?), Some(executor))
+                let cache = Self::open_cache(&config).await?;
+                let local = |zone: &String| {
+                    let gpu = GpuScheduler::start(config.gpu.clone(), executor.clone());
+                    ZonePool::Local(Pool::new(
+                        zone.clone(),
+                        config.pool.clone(),
+                        config.page,
+                        cache.clone(),
+                        FailureCache::new(config.failure_cache.ttl, config.failure_cache.capacity),
+                        gpu,
+                    ))
+                };
+                let pools: Vec<ZonePool> = match role {
+                    Role::Pool { zone } => vec![local(zone)],
+                    _ => config.zones.iter().map(local).collect(),
+                };
+                (Some(cache), Some(executor), pools)
             }
-        };
-        let local = |zone: &String| {
-            let (cache, executor) = (
-                cache.clone().expect("pool roles have a cache"),
-                executor.clone().expect("pool roles have an executor"),
-            );
-            let gpu = GpuScheduler::start(config.gpu.clone(), executor);
-            ZonePool::Local(Pool::new(
-                zone.clone(),
-                config.pool.clone(),
-                config.page,
-                cache,
-                FailureCache::new(config.failure_cache.ttl, config.failure_cache.capacity),
-                gpu,
-            ))
-        };
-        let pools: Vec<ZonePool> = match &opts.role {
-            Role::All => config.zones.iter().map(local).collect(),
-            Role::Pool { zone } => vec![local(zone)],
-            Role::Gateway { pools } => config
-                .zones
-                .iter()
-                .map(|z| {
-                    let url = pools
-                        .iter()
-                        .find(|(p, _)| p == z)
-                        .map(|(_, u)| u.clone())
-                        .expect("Role::check saw a URL for every zone");
-                    ZonePool::Remote(Arc::new(RemotePool::new(
-                        z.clone(),
-                        url,
-                        config.admin_token.clone(),
-                        config.pool.deadline,
-                        config.gateway.fallback_retry_after,
-                    )))
-                })
-                .collect(),
         };
         let names: Vec<String> = pools.iter().map(|p| p.zone().to_string()).collect();
         let router = ZoneRouter::new(config.router.clone(), &names);
@@ -251,19 +250,14 @@ impl System {
             .ok_or_else(|| AdminError::UnknownZone(zone.into()))
     }
 
-    /// Applies one fault or operator action; returns what it did, in words.
-    pub async fn apply(&self, cmd: &AdminCommand) -> Result<String, AdminError> {
-        use AdminCommand::*;
-        let cache = match (&self.cache, cmd) {
-            (Some(c), _) => Some(c),
-            (None, CacheFill { .. } | CacheFillToLimit | CacheOnFull { .. }) => {
-                return self.forward_cache(cmd).await
-            }
-            (None, _) => None,
+    /// A cache command: on this process's cache, or forwarded to the pools
+    /// that hold it (gateway role).
+    async fn apply_cache(&self, cmd: &AdminCommand) -> Result<String, AdminError> {
+        let Some(cache) = &self.cache else {
+            return self.forward_cache(cmd).await;
         };
         match cmd {
-            CacheFill { entries } => {
-                let cache = cache.expect("checked above");
+            AdminCommand::CacheFill { entries } => {
                 let n = cache
                     .fill(*entries)
                     .await
@@ -274,8 +268,7 @@ impl System {
                     s.entries, s.capacity
                 ))
             }
-            CacheFillToLimit => {
-                let cache = cache.expect("checked above");
+            AdminCommand::CacheFillToLimit => {
                 let n = cache
                     .fill_to_limit()
                     .await
@@ -286,10 +279,19 @@ impl System {
                     s.entries, s.capacity
                 ))
             }
-            CacheOnFull { on_full } => {
-                cache.expect("checked above").set_on_full(*on_full);
+            AdminCommand::CacheOnFull { on_full } => {
+                cache.set_on_full(*on_full);
                 Ok(format!("cache on_full = {on_full:?}"))
             }
+            other => unreachable!("apply_cache is only called with cache commands, not {other:?}"),
+        }
+    }
+
+    /// Applies one fault or operator action; returns what it did, in words.
+    pub async fn apply(&self, cmd: &AdminCommand) -> Result<String, AdminError> {
+        use AdminCommand::*;
+        match cmd {
+            CacheFill { .. } | CacheFillToLimit | CacheOnFull { .. } => self.apply_cache(cmd).await,
             SetSlots { zone, slots } => {
                 if *slots == 0 {
                     return Err(AdminError::Invalid("slots must be >= 1".into()));
@@ -393,16 +395,19 @@ impl System {
         let mut reads = tokio::task::JoinSet::new();
         for (i, r) in self.remote_pools().enumerate() {
             let r = r.clone();
-            reads.spawn(async move { (i, r.metrics_or_last().await) });
+            reads.spawn(async move {
+                let read = r.metrics_or_last().await;
+                (i, r, read)
+            });
         }
         let mut texts = Vec::new();
         while let Some(Ok(t)) = reads.join_next().await {
             texts.push(t);
         }
-        texts.sort_by_key(|(i, _)| *i);
-        let remotes: Vec<&Arc<RemotePool>> = self.remote_pools().collect();
-        for (i, (text, up)) in texts {
-            let zone = &remotes[i].zone;
+        // Zone order, whatever order the reads finished in.
+        texts.sort_by_key(|(i, _, _)| *i);
+        for (_, remote, (text, up)) in texts {
+            let zone = &remote.zone;
             e.sample(
                 "sut_remote_pool_up",
                 "gauge",
