@@ -80,6 +80,47 @@ pub enum AdminCommand {
     },
 }
 
+/// Where a harness asks how much work the system still holds for some
+/// documents (`POST`, a [`WorkQuery`] in, a [`WorkInProgress`] out; token as
+/// for commands). A trigger that injected documents is over only when its
+/// documents' work has left the system, not when their clients gave up.
+pub const WORK_PATH: &str = "/admin/work";
+
+/// The documents a [`WORK_PATH`] request asks about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkQuery {
+    pub documents: Vec<DocumentRef>,
+}
+
+/// A document and its page count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DocumentRef {
+    pub id: u64,
+    pub pages: u32,
+}
+
+/// Work the system still holds for the documents asked about: GPU jobs open
+/// for them (being split, queued or computing), their pages queued or
+/// computing, and of their pages those not computed even once while a job is
+/// open (`gpu_executor::DocumentWork`): when that is zero the documents'
+/// own work is done, and what still runs for them is recomputation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkInProgress {
+    pub jobs: u64,
+    pub pages: u64,
+    pub first_time_pages: u64,
+}
+
+impl std::ops::AddAssign for WorkInProgress {
+    fn add_assign(&mut self, o: WorkInProgress) {
+        self.jobs += o.jobs;
+        self.pages += o.pages;
+        self.first_time_pages += o.first_time_pages;
+    }
+}
+
 /// A command that could not be applied.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum AdminError {

@@ -29,7 +29,7 @@ pub mod server;
 pub mod system;
 pub mod zone_pool;
 
-pub use admin::{AdminCommand, AdminError};
+pub use admin::{AdminCommand, AdminError, DocumentRef, WorkInProgress, WorkQuery, WORK_PATH};
 pub use api::{ExtractRequest, ExtractResponse, RejectReason, Reply, ResultSource};
 pub use config::SystemConfig;
 pub use role::Role;

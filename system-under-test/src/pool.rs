@@ -51,6 +51,8 @@ pub struct PoolMetrics {
     pub waiters_without_slot: Gauge,
     /// Documents whose computation finished after their request had been answered 504.
     pub zombie_work: Counter,
+    /// The pages of those documents: GPU work done for callers that had gone.
+    pub zombie_pages: Counter,
     pub documents_computed: Counter,
     /// Compute tasks that failed (page queue overflow, lost pages, cancelled).
     pub compute_failures: Counter,
@@ -317,6 +319,7 @@ impl Pool {
                     pool.metrics.documents_computed.inc();
                     if entry.is_abandoned() {
                         pool.metrics.zombie_work.inc();
+                        pool.metrics.zombie_pages.add(u64::from(pages));
                     }
                     // A refused write is counted by the cache itself; the result
                     // still reaches the caller and the slot-less waiters.

@@ -13,7 +13,7 @@
 //! Bounds: every call has a timeout; connections per pool are capped by the
 //! HTTP client's idle pool and the gateway's own request limit.
 
-use crate::admin::{AdminCommand, AdminError};
+use crate::admin::{AdminCommand, AdminError, WorkInProgress, WorkQuery, WORK_PATH};
 use crate::api::{ExtractRequest, RejectReason, Reply};
 use crate::metrics::Counter;
 use std::time::Duration;
@@ -145,6 +145,24 @@ impl RemotePool {
             .and_then(|v| v.get("detail").and_then(|d| d.as_str()).map(String::from))
             .unwrap_or(body);
         Ok(format!("{}: {detail}", self.zone))
+    }
+
+    /// The work the remote pool still holds for some documents.
+    pub async fn work(&self, q: &WorkQuery) -> Result<WorkInProgress, AdminError> {
+        let remote = |m: String| AdminError::Remote(format!("zone {}: {m}", self.zone));
+        let resp = self
+            .client
+            .post(format!("{}{WORK_PATH}", self.base_url))
+            .bearer_auth(&self.admin_token)
+            .json(q)
+            .timeout(CONTROL_TIMEOUT)
+            .send()
+            .await
+            .map_err(|e| remote(e.to_string()))?;
+        if !resp.status().is_success() {
+            return Err(remote(format!("{WORK_PATH} answered {}", resp.status())));
+        }
+        resp.json().await.map_err(|e| remote(e.to_string()))
     }
 
     /// The remote process's Prometheus text.

@@ -8,7 +8,7 @@
 //! of requests handled at once is bounded (`max_concurrent_requests`), and
 //! `run` stops accepting on the shutdown signal and drains what is in flight.
 
-use crate::admin::{AdminCommand, AdminError};
+use crate::admin::{AdminCommand, AdminError, WorkQuery, WORK_PATH};
 use crate::api::{ErrorBody, ExtractRequest, ExtractResponse, RejectReason, Reply};
 use crate::retry_after::RETRY_AFTER_MS;
 use crate::system::System;
@@ -33,6 +33,7 @@ pub fn router(system: Arc<System>) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/admin/command", post(admin_command))
         .route("/admin/info", get(admin_info))
+        .route(WORK_PATH, post(admin_work))
         .layer(tower::limit::ConcurrencyLimitLayer::new(limit))
         .with_state(system)
 }
@@ -184,20 +185,29 @@ fn authorize(
     Ok(())
 }
 
+/// An admin request's body, once the caller is authorised: 403/401 when it
+/// is not, 400 naming `what` when the body is not one.
+fn admin_body<T: serde::de::DeserializeOwned>(
+    sys: &System,
+    peer: SocketAddr,
+    headers: &HeaderMap,
+    body: &[u8],
+    what: &str,
+) -> Result<T, (StatusCode, String)> {
+    authorize(sys, peer, headers).map_err(|(code, why)| (code, why.to_string()))?;
+    serde_json::from_slice(body)
+        .map_err(|e| (StatusCode::BAD_REQUEST, format!("invalid {what}: {e}\n")))
+}
+
 async fn admin_command(
     State(sys): State<Arc<System>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Response {
-    if let Err(r) = authorize(&sys, peer, &headers) {
-        return r.into_response();
-    }
-    let cmd: AdminCommand = match serde_json::from_slice(&body) {
+    let cmd: AdminCommand = match admin_body(&sys, peer, &headers, &body, "command") {
         Ok(c) => c,
-        Err(e) => {
-            return (StatusCode::BAD_REQUEST, format!("invalid command: {e}\n")).into_response()
-        }
+        Err(r) => return r.into_response(),
     };
     match sys.apply(&cmd).await {
         Ok(detail) => Json(serde_json::json!({ "ok": true, "detail": detail })).into_response(),
@@ -205,6 +215,22 @@ async fn admin_command(
             (StatusCode::NOT_FOUND, format!("{e}\n")).into_response()
         }
         Err(e) => (StatusCode::BAD_REQUEST, format!("{e}\n")).into_response(),
+    }
+}
+
+async fn admin_work(
+    State(sys): State<Arc<System>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let q: WorkQuery = match admin_body(&sys, peer, &headers, &body, "query") {
+        Ok(q) => q,
+        Err(r) => return r.into_response(),
+    };
+    match sys.work_in_progress(&q).await {
+        Ok(w) => Json(w).into_response(),
+        Err(e) => (StatusCode::BAD_GATEWAY, format!("{e}\n")).into_response(),
     }
 }
 

@@ -11,7 +11,7 @@
 //! pools' metrics are merged into the gateway's, so a harness talks to one
 //! address whatever the shape.
 
-use crate::admin::{AdminCommand, AdminError};
+use crate::admin::{AdminCommand, AdminError, WorkInProgress, WorkQuery};
 use crate::api::RejectReason;
 use crate::cache::{MemoryCache, ResultCache};
 use crate::config::{CacheBackend, SystemConfig};
@@ -381,6 +381,25 @@ impl System {
         }
     }
 
+    /// The work every zone still holds for the documents of `q`: this
+    /// process's pools, plus each remote pool asked over its admin API.
+    pub async fn work_in_progress(&self, q: &WorkQuery) -> Result<WorkInProgress, AdminError> {
+        let docs: Vec<(u64, u32)> = q.documents.iter().map(|d| (d.id, d.pages)).collect();
+        let mut total = WorkInProgress::default();
+        for p in self.local_pools() {
+            let w = p.gpu().work_for(&docs);
+            total += WorkInProgress {
+                jobs: w.jobs,
+                pages: w.pages,
+                first_time_pages: w.first_time_pages,
+            };
+        }
+        for r in self.remote_pools() {
+            total += r.work(q).await?;
+        }
+        Ok(total)
+    }
+
     /// The Prometheus text exposition of every layer.
     pub fn render_metrics(&self) -> String {
         self.exposition().finish()
@@ -612,6 +631,18 @@ impl System {
                 "sut_pool_zombie_work_total",
                 "Documents computed after their request was answered 504.",
                 m.zombie_work.get(),
+            );
+            zc(
+                &mut e,
+                "sut_pool_zombie_pages_total",
+                "Pages of the documents computed after their request was answered 504.",
+                m.zombie_pages.get(),
+            );
+            zc(
+                &mut e,
+                "sut_pool_pages_cancelled_total",
+                "Queued pages dropped because their caller had gone (cancel_queued_on_deadline).",
+                m.pages_cancelled.get(),
             );
             zc(
                 &mut e,

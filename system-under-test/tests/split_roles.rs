@@ -239,3 +239,39 @@ fn a_gateway_needs_every_zone() {
         .expect("az2 has no pool");
     assert!(err.to_string().contains("az2"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_work_query_reaches_every_pool_and_needs_the_token() {
+    let (gw, _az1, _az2) = split().await;
+    let http = reqwest::Client::new();
+    let ask = |token: &'static str, docs: serde_json::Value| {
+        http.post(format!("{gw}{}", sut::WORK_PATH))
+            .bearer_auth(token)
+            .json(&serde_json::json!({ "documents": docs }))
+            .send()
+    };
+    // A document computed once leaves no work; one never seen leaves none either.
+    assert_eq!(extract(&http, &gw, 77).await.status(), 200);
+    let w: sut::WorkInProgress = ask(
+        TOKEN,
+        serde_json::json!([{ "id": 77, "pages": 3 }, { "id": 5, "pages": 9 }]),
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(w, sut::WorkInProgress::default());
+    assert_eq!(
+        ask("wrong", serde_json::json!([])).await.unwrap().status(),
+        401
+    );
+    assert_eq!(
+        ask(TOKEN, serde_json::json!([1, 2]))
+            .await
+            .unwrap()
+            .status(),
+        400,
+        "documents are {{id, pages}}"
+    );
+}

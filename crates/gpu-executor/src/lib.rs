@@ -22,7 +22,7 @@ pub use error::ExecError;
 pub use executor::{ExecutorChoice, ExecutorInfo, ExecutorKind, PageExecutor};
 pub use page::{document_digest, reference_document, reference_page, PageSpec};
 pub use scheduler::{
-    GpuScheduler, JobHandle, PageResult, QueueFull, QueueFullAfter, SchedulerConfig,
+    DocumentWork, GpuScheduler, JobHandle, PageResult, QueueFull, QueueFullAfter, SchedulerConfig,
     SchedulerStats, SchedulingPolicy,
 };
 pub use select::{select_executor, select_executor_with};

@@ -6,8 +6,8 @@ mod common;
 
 use common::{batches, cfg, pages, Log, PAGE_TIME};
 use gpu_executor::{
-    CpuExecutor, ExecError, ExecutorInfo, ExecutorKind, GpuScheduler, PageExecutor, PageSpec,
-    QueueFullAfter, SchedulingPolicy,
+    CpuExecutor, DocumentWork, ExecError, ExecutorInfo, ExecutorKind, GpuScheduler, PageExecutor,
+    PageSpec, QueueFullAfter, SchedulingPolicy,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,6 +48,37 @@ async fn dropped_jobs_pages_are_still_computed_as_orphans() {
     assert_eq!(s.orphan_pages, 5);
     assert_eq!(s.queued_pages, 0);
     assert!(!s.busy);
+}
+
+#[tokio::test(start_paused = true)]
+async fn work_for_counts_a_documents_jobs_and_its_first_computation() {
+    let sched = GpuScheduler::start(cfg(2, 100, SchedulingPolicy::Fifo), cpu());
+    let watched = [(1, 4)];
+    let (job, rx) = sched.open_job("t", 1);
+    let (other, _other_rx) = sched.open_job("t", 2);
+    other.enqueue_all(&pages(2, 3)).expect("room");
+    // An open job with nothing queued yet (a worker still splitting) holds
+    // the whole document's first computation.
+    let w = |jobs, pages, first_time_pages| DocumentWork {
+        jobs,
+        pages,
+        first_time_pages,
+    };
+    assert_eq!(sched.work_for(&watched), w(1, 0, 4));
+    job.enqueue_all(&pages(1, 4)).expect("room");
+    assert_eq!(sched.work_for(&watched), w(1, 4, 4));
+    // The client gave up: the handle is dropped, its pages are still computed (orphans).
+    drop((job, rx));
+    assert_eq!(sched.work_for(&watched).pages, 4);
+    // 7 pages on 2 lanes, FIFO: document 1's pages are in batches 2-4.
+    sleep(batches(3) + PAGE_TIME / 2).await;
+    assert_eq!(sched.work_for(&watched), w(1, 1, 1));
+    sleep(batches(1)).await;
+    assert_eq!(sched.work_for(&watched), DocumentWork::default());
+    // A recomputation of the same document is work, but not a first computation.
+    let (again, _again_rx) = sched.open_job("t", 1);
+    again.enqueue_all(&pages(1, 4)).expect("room");
+    assert_eq!(sched.work_for(&watched), w(1, 4, 0));
 }
 
 #[tokio::test(start_paused = true)]

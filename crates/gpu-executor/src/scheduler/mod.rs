@@ -77,6 +77,20 @@ pub struct SchedulerStats {
     pub pages_failed: u64,
 }
 
+/// Work the GPU still holds for some documents: the jobs open for them (a
+/// worker may still be splitting, or enqueued pages not yet computed), their
+/// pages queued or computing, and of their pages those never computed yet
+/// while a job is open (the document's first computation, as opposed to
+/// recomputation). A trigger's injected work has left the GPU when
+/// `first_time_pages` is zero for its documents: what runs after that is
+/// amplification (duplicates, recomputes), not the trigger.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct DocumentWork {
+    pub jobs: u64,
+    pub pages: u64,
+    pub first_time_pages: u64,
+}
+
 /// State shared by the scheduler handle, job handles and the loop.
 pub(crate) struct Shared {
     state: Mutex<State>,
@@ -172,6 +186,7 @@ impl GpuScheduler {
                 job,
                 JobEntry {
                     tenant: tenant.into(),
+                    doc_key,
                     tx,
                     handle_alive: true,
                     pending: 0,
@@ -198,6 +213,26 @@ impl GpuScheduler {
             return;
         }
         self.shared().lock().speed_factor = factor.clamp(SPEED_RANGE.0, SPEED_RANGE.1);
+    }
+
+    /// The work still held for `docs`, each `(document, its page count)` (see [`DocumentWork`]).
+    /// O(open jobs + pages of the documents with a job open).
+    pub fn work_for(&self, docs: &[(u64, u32)]) -> DocumentWork {
+        let st = self.shared().lock();
+        let pages: std::collections::HashMap<u64, u32> = docs.iter().copied().collect();
+        let mut w = DocumentWork::default();
+        let mut open = std::collections::HashSet::new();
+        for e in st.jobs.values().filter(|e| pages.contains_key(&e.doc_key)) {
+            w.jobs += 1;
+            w.pages += e.pending as u64;
+            open.insert(e.doc_key);
+        }
+        for doc in open {
+            w.first_time_pages += (0..pages[&doc])
+                .filter(|&p| !st.seen.contains(doc, p))
+                .count() as u64;
+        }
+        w
     }
 
     pub fn stats(&self) -> SchedulerStats {

@@ -29,6 +29,12 @@ impl SeenPages {
         }
     }
 
+    /// Whether (doc_seed, page) was recorded (within the two generations kept).
+    pub fn contains(&self, doc_seed: u64, page: u32) -> bool {
+        let key = (doc_seed, page);
+        self.current.contains(&key) || self.previous.contains(&key)
+    }
+
     /// Records (doc_seed, page); returns whether it had been recorded before.
     pub fn insert(&mut self, doc_seed: u64, page: u32) -> bool {
         let key = (doc_seed, page);

@@ -14,6 +14,8 @@ use tokio::sync::mpsc::UnboundedSender;
 /// One open job (document).
 pub(crate) struct JobEntry {
     pub tenant: Arc<str>,
+    /// The document the job computes (a residue query asks by document).
+    pub doc_key: u64,
     pub tx: UnboundedSender<PageResult>,
     /// The JobHandle is still alive (more pages may come).
     pub handle_alive: bool,
@@ -35,7 +37,7 @@ pub(crate) struct State {
     pub speed_factor: f64,
     pub shutdown: bool,
     pub stats: SchedulerStats,
-    seen: SeenPages,
+    pub seen: SeenPages,
 }
 
 impl State {
