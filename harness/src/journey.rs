@@ -8,7 +8,7 @@
 //! in flight at the cut is reported to goose as a failure and counted by the
 //! recorder as cut off, so goose's request count covers every attempt sent.
 
-use crate::recorder::{AttemptOutcome, Recorder};
+use crate::recorder::{AttemptOutcome, JourneyEnd, Recorder};
 use crate::workload::Document;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -97,9 +97,11 @@ enum Attempt {
 /// Runs one journey to its end; `planned` is when its first attempt was due.
 pub async fn run(ctx: Arc<JourneyContext>, doc: Document, planned: Instant) {
     ctx.recorder.submitted();
-    if !journey(&ctx, &doc, planned).await {
+    let end = journey(&ctx, &doc, planned).await;
+    if end == JourneyEnd::Pending {
         ctx.recorder.pending();
     }
+    ctx.recorder.journey_ended(doc.id, end);
 }
 
 /// Waits for `fut` unless the variant ends first (its hard stop, or the stop
@@ -115,9 +117,8 @@ async fn until_end<T>(
     }
 }
 
-/// Returns whether the journey finished (completed or gave up) before the
-/// variant ended; `false` means it is pending.
-async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> bool {
+/// Runs the journey; `Pending` means the variant ended first (counted by the caller).
+async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> JourneyEnd {
     let policy = ctx.policy(&doc.tenant);
     let mut rng = StdRng::seed_from_u64(ctx.seed ^ doc.id);
     if !policy.admit_request(std::time::Instant::now(), &mut rng) {
@@ -126,13 +127,13 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> bool
         ctx.recorder
             .attempt_done(AttemptOutcome::Rejected, Duration::ZERO);
         ctx.recorder.given_up();
-        return true;
+        return JourneyEnd::GaveUp;
     }
     let mut attempt = 1u32;
     let mut measured_from = planned;
     loop {
         if Instant::now() >= ctx.hard_stop || ctx.stop.is_set() {
-            return false;
+            return JourneyEnd::Pending;
         }
         ctx.recorder.attempt_sent(doc.id);
         let Some(outcome) = until_end(ctx, send(ctx, doc)).await else {
@@ -145,7 +146,7 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> bool
                 status: None,
             });
             ctx.recorder.attempt_cut_off();
-            return false;
+            return JourneyEnd::Pending;
         };
         let latency = measured_from.elapsed();
         let (kind, failure, status) = match outcome {
@@ -158,8 +159,9 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> bool
                 ctx.recorder.attempt_done(AttemptOutcome::Ok, latency);
                 verify(ctx, doc, &resp).await;
                 policy.on_success(std::time::Instant::now());
-                ctx.recorder.completed(&doc.tenant, planned.elapsed());
-                return true;
+                ctx.recorder
+                    .completed(&doc.tenant, doc.pages, planned.elapsed());
+                return JourneyEnd::Completed;
             }
             (Attempt::Failed(kind, failure), status) => (kind, failure, status),
         };
@@ -172,14 +174,14 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> bool
         match policy.on_failure(attempt, failure, std::time::Instant::now(), &mut rng) {
             Decision::Retry { after } => {
                 if until_end(ctx, tokio::time::sleep(after)).await.is_none() {
-                    return false;
+                    return JourneyEnd::Pending;
                 }
                 measured_from = Instant::now();
                 attempt += 1;
             }
             Decision::GiveUp(_) => {
                 ctx.recorder.given_up();
-                return true;
+                return JourneyEnd::GaveUp;
             }
         }
     }

@@ -7,8 +7,13 @@
 //! as submitted and once as completed, given up or pending, and every 200
 //! result's verdict against the reference computation is recorded here.
 //!
-//! Bound: one bucket per second of the run plus its drain time, and a set of
-//! document ids per bucket (cleared into a count once the second is sampled).
+//! It also keeps, for the documents a trigger injected (oversized documents),
+//! when and how each journey ended: a trigger's residue lasts at least until
+//! the last of them has.
+//!
+//! Bound: one bucket per second of the run plus its drain time, a set of
+//! document ids per bucket (cleared into a count once the second is sampled),
+//! and one entry per watched document.
 
 use hdrhistogram::Histogram;
 use run_report::{Integrity, LatencySummary};
@@ -16,6 +21,15 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio::time::Instant;
+
+/// How a document's journey ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JourneyEnd {
+    Completed,
+    GaveUp,
+    /// Cut off by the end of the variant.
+    Pending,
+}
 
 /// How one attempt ended, as the client saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +54,7 @@ struct Bucket {
     timeouts: u64,
     errors: u64,
     completed: u64,
+    pages_delivered: u64,
     given_up: u64,
     latency: Option<Histogram<u64>>,
 }
@@ -52,6 +67,8 @@ struct State {
     in_flight: u64,
     late: u64,
     cut_off: u64,
+    /// Watched documents: how and when (since the start) their journeys ended.
+    watched: std::collections::HashMap<u64, Option<(JourneyEnd, Duration)>>,
 }
 
 pub struct Recorder {
@@ -95,6 +112,7 @@ impl Recorder {
                 in_flight: 0,
                 late: 0,
                 cut_off: 0,
+                watched: Default::default(),
             }),
         }
     }
@@ -174,9 +192,10 @@ impl Recorder {
         }
     }
 
-    pub fn completed(&self, tenant: &str, end_to_end: Duration) {
+    pub fn completed(&self, tenant: &str, pages: u32, end_to_end: Duration) {
         self.with_bucket(Instant::now(), |b, st| {
             b.completed += 1;
+            b.pages_delivered += u64::from(pages);
             st.integrity.completed += 1;
             st.in_flight -= 1;
             let h = st
@@ -200,6 +219,42 @@ impl Recorder {
         let mut st = self.state.lock().expect("recorder lock");
         st.integrity.pending += 1;
         st.in_flight -= 1;
+    }
+
+    /// Keep the end of these documents' journeys (a trigger's documents).
+    pub fn watch(&self, docs: impl IntoIterator<Item = u64>) {
+        let mut st = self.state.lock().expect("recorder lock");
+        for d in docs {
+            st.watched.entry(d).or_insert(None);
+        }
+    }
+
+    /// A journey ended (called once per document, after its outcome was counted).
+    pub fn journey_ended(&self, doc: u64, how: JourneyEnd) {
+        let at = self.start.elapsed();
+        let mut st = self.state.lock().expect("recorder lock");
+        if let Some(end) = st.watched.get_mut(&doc) {
+            end.get_or_insert((how, at));
+        }
+    }
+
+    /// How the watched documents `docs` ended: `None` while any journey is
+    /// still running (or has not started); else the last end and the count of
+    /// each outcome.
+    pub fn watched_ended(&self, docs: &[u64]) -> Option<(Duration, [usize; 3])> {
+        let st = self.state.lock().expect("recorder lock");
+        let mut last = Duration::ZERO;
+        let mut counts = [0usize; 3];
+        for d in docs {
+            let (how, at) = (*st.watched.get(d)?)?;
+            last = last.max(at);
+            counts[match how {
+                JourneyEnd::Completed => 0,
+                JourneyEnd::GaveUp => 1,
+                JourneyEnd::Pending => 2,
+            }] += 1;
+        }
+        Some((last, counts))
     }
 
     pub fn in_flight(&self) -> u64 {
@@ -242,6 +297,7 @@ impl Recorder {
             p99_ms: p99,
             in_flight,
             documents_completed: b.completed,
+            pages_delivered: b.pages_delivered,
             documents_given_up: b.given_up,
             ..Default::default()
         }
@@ -283,7 +339,7 @@ mod tests {
         r.attempt_sent(1);
         r.attempt_done(AttemptOutcome::Ok, Duration::from_millis(10));
         r.result_checked(1, true, 5, 5);
-        r.completed("t1", Duration::from_millis(1200));
+        r.completed("t1", 3, Duration::from_millis(1200));
         let s0 = r.second(0);
         let s1 = r.second(1);
         assert_eq!(
@@ -295,9 +351,10 @@ mod tests {
                 s1.attempts,
                 s1.ok,
                 s1.distinct_documents,
-                s1.documents_completed
+                s1.documents_completed,
+                s1.pages_delivered
             ),
-            (2, 1, 1, 1)
+            (2, 1, 1, 1, 3)
         );
         let i = r.integrity();
         assert!(i.accounted());
@@ -311,6 +368,23 @@ mod tests {
             (1, 1, 1, 0)
         );
         assert_eq!(r.in_flight(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn watched_documents_end_when_their_last_journey_does() {
+        let r = Recorder::new(Instant::now(), 5);
+        r.watch([1, 2, 3]);
+        r.journey_ended(1, JourneyEnd::Completed);
+        r.journey_ended(9, JourneyEnd::Completed); // not watched: ignored
+        assert_eq!(r.watched_ended(&[1, 2, 3]), None);
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        r.journey_ended(2, JourneyEnd::GaveUp);
+        r.journey_ended(3, JourneyEnd::Pending);
+        r.journey_ended(3, JourneyEnd::Completed); // the first end counts
+        let (last, counts) = r.watched_ended(&[1, 2, 3]).expect("all ended");
+        assert_eq!(last, Duration::from_millis(1500));
+        assert_eq!(counts, [1, 1, 1]);
+        assert_eq!(r.watched_ended(&[4]), None);
     }
 
     #[tokio::test(start_paused = true)]

@@ -17,10 +17,8 @@ use crate::timeline::{self, AdminApi};
 use crate::workload::{self, Document};
 use anyhow::Context;
 use gpu_executor::PageExecutor;
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
 use run_report::{EnvironmentFacts, RunData, VariantRun};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -114,7 +112,7 @@ pub async fn run(
         runs.push(r);
     }
 
-    let run_id = format!("{}-seed{}", started_at.format("%Y%m%dT%H%M%SZ"), exp.seed);
+    let run_id = crate::run_id::run_id(started_at, exp.seed);
     let run = RunData {
         experiment: exp.name.clone(),
         description: exp.description.clone(),
@@ -138,7 +136,7 @@ pub async fn run(
     let report_dir = opts.out_dir.join(&exp.name).join(&run_id);
     let files = run_report::write_report(&report_dir, &run, &analysis)
         .with_context(|| format!("writing the report to {}", report_dir.display()))?;
-    link_latest(&opts.out_dir.join(&exp.name), &run_id);
+    crate::run_id::link_latest(&opts.out_dir.join(&exp.name), &run_id);
     Ok(RunOutcome {
         interrupted: stop.is_set(),
         run,
@@ -146,14 +144,6 @@ pub async fn run(
         report_dir,
         files,
     })
-}
-
-/// `reports/<experiment>/latest` -> the newest run.
-fn link_latest(dir: &Path, run_id: &str) {
-    let latest = dir.join("latest");
-    let _ = std::fs::remove_file(&latest);
-    #[cfg(unix)]
-    let _ = std::os::unix::fs::symlink(run_id, &latest);
 }
 
 /// The variant's traffic: the regular population plus the oversized documents of the timeline.
@@ -169,19 +159,7 @@ pub fn plan_documents(exp: &Experiment, capacity: Capacity) -> Vec<Document> {
     );
     for (i, e) in exp.timeline.iter().enumerate() {
         if let TimelineOp::OversizedDocuments(o) = &e.op {
-            let mut rng = StdRng::seed_from_u64(exp.seed ^ (0x0B5E_55ED + i as u64));
-            for k in 0..o.count {
-                let offset = o
-                    .spread
-                    .unwrap_or_default()
-                    .mul_f64(f64::from(k) / f64::from(o.count));
-                docs.push(Document {
-                    id: workload::document_id(exp.seed, 1 + i as u64, u64::from(k)),
-                    tenant: o.tenant.clone(),
-                    pages: rng.random_range(o.min_pages..=o.max_pages),
-                    planned: e.at + offset,
-                });
-            }
+            docs.extend(workload::oversized(exp.seed, i, e.at, o));
         }
     }
     docs.sort_by_key(|d| d.planned);
@@ -229,6 +207,7 @@ async fn drive_variant(
     })?;
 
     let events = Arc::new(Mutex::new(Vec::new()));
+    let (done_tx, mut done_rx) = tokio::sync::watch::channel(false);
     let admin = target.admin_token.as_ref().map(|token| AdminApi {
         client: http.clone(),
         base_url: base.clone(),
@@ -241,16 +220,29 @@ async fn drive_variant(
         .filter(|e| e.applies_to(&v.name))
         .cloned()
         .collect();
-    let timeline_task = tokio::spawn(timeline::run(entries, start, admin, events.clone()));
+    let timeline_task = tokio::spawn(timeline::run(entries, start, admin.clone(), events.clone()));
+    let residues = {
+        let mut done = done_rx.clone();
+        tokio::spawn(crate::residue::watch(
+            crate::residue::plan(exp, &v.name),
+            start,
+            recorder.clone(),
+            admin,
+            async move {
+                let _ = done.wait_for(|d| *d).await;
+            },
+        ))
+    };
 
     // Sampler: one row per second until the load (and its drain) is over.
-    let (done_tx, mut done_rx) = tokio::sync::watch::channel(false);
     let sampler = {
         let http = http.clone();
         let base = base.clone();
         let recorder = recorder.clone();
         let stop = stop.clone();
         let progress = progress.clone();
+        let arrival = exp.workload.arrival.clone();
+        let (duration, docs_per_sec) = (exp.duration, capacity.docs_per_sec);
         tokio::spawn(async move {
             let mut prev = baseline;
             let mut rows = Vec::new();
@@ -262,6 +254,10 @@ async fn drive_variant(
                     _ = done_rx.wait_for(|d| *d) => {},
                 }
                 let mut row = recorder.second(t);
+                let mid = Duration::from_millis(t as u64 * 1000 + 500);
+                if mid < duration {
+                    row.offered_rate = arrival.rate_at(mid, duration, docs_per_sec);
+                }
                 match crate::scrape::scrape(&http, &base).await {
                     Ok(now) => {
                         failures = 0;
@@ -308,10 +304,10 @@ async fn drive_variant(
     let _ = done_tx.send(true);
     timeline_task.abort();
     let (seconds, last) = sampler.await.context("sampler task")?;
+    let triggers = residues.await.context("residue watcher task")?;
     progress.finish();
     let load = load_result.context("driving the load with goose")?;
 
-    let (first_trigger, last_trigger) = timeline::trigger_span(&exp.timeline);
     let oversized_tenants = exp
         .timeline
         .iter()
@@ -340,8 +336,8 @@ async fn drive_variant(
         tenant_latency: recorder.tenant_latency(),
         oversized_tenants,
         integrity,
-        last_trigger_end_s: last_trigger,
-        first_trigger_start_s: first_trigger,
+        triggers,
+        load_end_s: Some(exp.duration.as_secs_f64()),
         interrupted: stop.is_set(),
         interrupted_reason: stop.reason(),
         late_arrivals: recorder.late_arrivals(),

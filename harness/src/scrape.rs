@@ -121,6 +121,8 @@ pub fn fill_second(s: &mut Second, now: &Scrape, prev: &Scrape) {
     s.cache_write_errors = delta(now, prev, "sut_cache_write_errors_total", &[]);
     s.pages_computed = delta(now, prev, "sut_gpu_pages_computed_total", &[]);
     s.pages_recomputed = delta(now, prev, "sut_gpu_pages_recomputed_total", &[]);
+    s.orphan_pages = delta(now, prev, "sut_gpu_orphan_pages_total", &[]);
+    s.zombie_pages = delta(now, prev, "sut_pool_zombie_pages_total", &[]);
     s.rejected_early = delta(
         now,
         prev,

@@ -141,20 +141,3 @@ enum Step {
     Do(TimelineEntry),
     Undo(AdminCommand, String),
 }
-
-/// First trigger start and last trigger end (seconds), for the metastability verdict.
-pub fn trigger_span(entries: &[TimelineEntry]) -> (Option<f64>, Option<f64>) {
-    let triggers: Vec<&TimelineEntry> = entries.iter().filter(|e| e.trigger).collect();
-    let first = triggers.iter().map(|e| e.at.as_secs_f64()).reduce(f64::min);
-    let last = triggers
-        .iter()
-        .map(|e| {
-            let spread = match &e.op {
-                TimelineOp::OversizedDocuments(o) => o.spread.unwrap_or_default(),
-                _ => Duration::ZERO,
-            };
-            (e.at + e.duration.unwrap_or_default() + spread).as_secs_f64()
-        })
-        .reduce(f64::max);
-    (first, last)
-}

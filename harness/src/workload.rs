@@ -6,7 +6,7 @@
 //! follows the experiment's profile; they never wait for responses, because
 //! a closed-loop generator slows down with the system and hides overload.
 
-use crate::experiment::{Arrival, PageDistribution};
+use crate::experiment::{Arrival, OversizedDocuments, PageDistribution};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::time::Duration;
@@ -99,6 +99,24 @@ pub fn schedule(
         index += 1;
     }
     out
+}
+
+/// The documents that timeline entry `entry` (an `oversized_documents`
+/// fault at `at`) injects: ids from their own stream, so they never collide
+/// with the regular population, and pages from the seed.
+pub fn oversized(seed: u64, entry: usize, at: Duration, o: &OversizedDocuments) -> Vec<Document> {
+    let mut rng = StdRng::seed_from_u64(seed ^ (0x0B5E_55ED + entry as u64));
+    (0..o.count)
+        .map(|k| Document {
+            id: document_id(seed, 1 + entry as u64, u64::from(k)),
+            tenant: o.tenant.clone(),
+            pages: rng.random_range(o.min_pages..=o.max_pages),
+            planned: at
+                + o.spread
+                    .unwrap_or_default()
+                    .mul_f64(f64::from(k) / f64::from(o.count)),
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::sync::Arc;
 const TINY: &str = r#"name: tiny
 duration: 4s
 quick: { duration: 3s }
-analysis: { recovery_window: 1s, warmup: 1s }
+analysis: { recovery_window: 1s, warmup: 0s, min_baseline: 1s }
 system:
   executor: cpu
   pool: { slots: 4, deadline: 300ms, dedup: abandoned_deadline_holds_slot }
@@ -73,6 +73,21 @@ async fn tiny_experiment_two_variants_with_report_and_integrity() {
         "charts/waves.svg",
     ] {
         assert!(o.report_dir.join(f).is_file(), "{f} written");
+    }
+    // The oversized document's residue was measured on the system's side:
+    // its journey ended and its pages were computed once, well inside the run.
+    for v in &o.run.variants {
+        let t = &v.triggers[0];
+        let end = t
+            .residue_end_s
+            .unwrap_or_else(|| panic!("{}: {t:?}", v.name));
+        assert!(end >= t.start_s && end < 4.0, "{}: {t:?}", v.name);
+        assert!(t.residue.starts_with("1 document ("), "{}: {t:?}", v.name);
+    }
+    // run.json holds the recorded run: judged again, it gives the same verdicts.
+    let again = run_report::analyse(&run_report::read_run(&o.report_dir).unwrap());
+    for (a, b) in again.variants.iter().zip(&o.analysis.variants) {
+        assert_eq!(a.verdict, b.verdict);
     }
     assert!(o.analysis.all_passed, "{:?}", o.analysis.expectations);
     let _ = std::fs::remove_dir_all(out);

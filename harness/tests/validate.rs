@@ -13,7 +13,7 @@ workload:
   documents: { pages: { fixed: 2 }, tenants: 2 }
   client: { timeout: 1s, retry: { max_attempts: 2 } }
 timeline:
-  - { at: 1s, fault: { cache_fill: { entries: 10 } } }
+  - { at: 1s, fault: { cache_fill: { entries: 10 } }, trigger: false }
 variants:
   a: {}
   b: { system: { pool: { slots: 8 } } }
@@ -51,6 +51,45 @@ fn base_is_valid_and_variants_merge() {
     );
     let q = parse(BASE, "exp.yaml", true).unwrap();
     assert_eq!(q.duration, std::time::Duration::from_secs(5));
+}
+
+#[test]
+fn a_trigger_must_leave_the_minimum_baseline() {
+    // Warm-up 3 s (the default) + 5 s of baseline: a trigger at 7 s is too early.
+    let e = broken("trigger: false }", "trigger: true }");
+    check(&e, 11, "timeline[0].at");
+    assert!(e.message.contains("min_baseline = 5s"), "{e}");
+    let late = BASE.replace(
+        "at: 1s, fault: { cache_fill: { entries: 10 } }, trigger: false",
+        "at: 8s, fault: { cache_fill: { entries: 10 } }",
+    );
+    assert!(parse(&late, "exp.yaml", false).is_ok());
+    // A shorter minimum is honoured; zero is refused.
+    let short = BASE
+        .replacen(
+            "\nsystem:",
+            "\nanalysis: { min_baseline: 1s, warmup: 0s }\nsystem:",
+            1,
+        )
+        .replace("trigger: false", "trigger: true");
+    parse(&short, "exp.yaml", false).unwrap();
+    check(
+        &broken("\nsystem:\n", "\nanalysis: { min_baseline: 0s }\nsystem:\n"),
+        4,
+        "analysis.min_baseline",
+    );
+}
+
+#[test]
+fn verdict_expectations_name_classes() {
+    let ok = BASE.replace("a: { waves: 0 }", "a: { verdict: \"stable|recovered\" }");
+    let e = parse(&ok, "exp.yaml", false).unwrap();
+    assert_eq!(e.expectations[0].classes, vec!["stable", "recovered"]);
+    let e = broken("a: { waves: 0 }", "a: { verdict: metastabel }");
+    check(&e, 16, "expect.a.verdict");
+    assert!(e.message.contains("not a verdict"), "{e}");
+    let e = broken("a: { waves: 0 }", "a: { verdict: 1 }");
+    assert!(e.message.contains("a class, not a number"), "{e}");
 }
 
 #[test]
@@ -269,8 +308,8 @@ fn seed_experiments_validate() {
 fn actions_may_be_limited_to_variants_faults_may_not() {
     let e = parse(
         &BASE.replace(
-            "  - { at: 1s, fault: { cache_fill: { entries: 10 } } }\n",
-            "  - { at: 1s, fault: { cache_fill: { entries: 10 } } }\n  - { at: 2s, action: { set_gateway_attempts: { attempts: 1 } }, variants: [a] }\n",
+            "  - { at: 1s, fault: { cache_fill: { entries: 10 } }, trigger: false }\n",
+            "  - { at: 1s, fault: { cache_fill: { entries: 10 } }, trigger: false }\n  - { at: 2s, action: { set_gateway_attempts: { attempts: 1 } }, variants: [a] }\n",
         ),
         "exp.yaml",
         false,

@@ -35,6 +35,8 @@ pub const SECOND_COLUMNS: &[Col<Second>] = &[
     ("in_flight", |s| u(s.in_flight)),
     ("documents_completed", |s| u(s.documents_completed)),
     ("documents_given_up", |s| u(s.documents_given_up)),
+    ("offered_rate", |s| f(s.offered_rate)),
+    ("pages_delivered", |s| u(s.pages_delivered)),
     ("slots_total", |s| f(s.slots_total)),
     ("slots_busy", |s| f(s.slots_busy)),
     ("slots_held_by_waiters", |s| f(s.slots_held_by_waiters)),
@@ -48,6 +50,8 @@ pub const SECOND_COLUMNS: &[Col<Second>] = &[
     ("pages_computed", |s| u(s.pages_computed)),
     ("pages_recomputed", |s| u(s.pages_recomputed)),
     ("rejected_early", |s| u(s.rejected_early)),
+    ("orphan_pages", |s| u(s.orphan_pages)),
+    ("zombie_pages", |s| u(s.zombie_pages)),
 ];
 
 /// Every field of [`ZoneSecond`], in declaration order.

@@ -1,7 +1,9 @@
 //! `junit.xml`: the verdicts in the format CI systems already display. One
 //! `<testcase classname="<experiment>.<variant>" name="<metric> <source>">` per
 //! expectation, plus one `integrity` test case per variant (no incorrect
-//! result, every document accounted for). Everything is XML-escaped.
+//! result, every document accounted for) whose output also carries the
+//! variant's verdict; each verdict class is a `verdict.<variant>` property.
+//! Everything is XML-escaped.
 
 use crate::analysis::Analysis;
 use crate::metrics::MetricRef;
@@ -35,7 +37,7 @@ fn cases(run: &RunData, analysis: &Analysis) -> Vec<Case> {
             "submitted {}, completed {}, given up {}, pending {}, checked {}, incorrect {}",
             i.submitted, i.completed, i.given_up, i.pending, i.results_checked, i.incorrect_results
         );
-        let mut out = summary.clone();
+        let mut out = format!("{summary}\nverdict: {}", a.verdict.explanation());
         if v.interrupted {
             let why = v
                 .interrupted_reason
@@ -70,20 +72,24 @@ pub fn junit_xml(run: &RunData, analysis: &Analysis) -> String {
     );
     x.push_str("  <properties>\n");
     let env = &run.environment;
-    let props = [
-        ("run_id", run.run_id.clone()),
-        ("started_at", run.started_at.clone()),
-        ("seed", run.seed.to_string()),
-        ("quick", run.quick.to_string()),
-        ("environment", env.kind.clone()),
-        ("gpu_adapter", env.gpu_adapter.clone()),
-        ("gpu_fallback", env.gpu_fallback.to_string()),
-        ("all_passed", analysis.all_passed.to_string()),
+    let mut props = vec![
+        ("run_id".to_string(), run.run_id.clone()),
+        ("started_at".to_string(), run.started_at.clone()),
+        ("seed".to_string(), run.seed.to_string()),
+        ("quick".to_string(), run.quick.to_string()),
+        ("environment".to_string(), env.kind.clone()),
+        ("gpu_adapter".to_string(), env.gpu_adapter.clone()),
+        ("gpu_fallback".to_string(), env.gpu_fallback.to_string()),
+        ("all_passed".to_string(), analysis.all_passed.to_string()),
     ];
+    for a in &analysis.variants {
+        props.push((format!("verdict.{}", a.name), a.verdict.class().to_string()));
+    }
     for (k, v) in props {
         let _ = writeln!(
             x,
-            "    <property name=\"{k}\" value=\"{}\"/>",
+            "    <property name=\"{}\" value=\"{}\"/>",
+            escape_attr(&k),
             escape_attr(&v)
         );
     }

@@ -3,7 +3,8 @@
 //! reliability engineer reads in a minute.
 //!
 //! * [`analyse`] — pure analysis: failure waves, amplification, the
-//!   metastability verdict, integrity, expectations, fidelity to the incident.
+//!   verdict (stable, recovered, metastable, ...), integrity, expectations,
+//!   fidelity to the incident.
 //! * [`write_report`] — the report directory: `index.html` (self-contained),
 //!   `summary.json`, `timeseries.csv`, `junit.xml` and the charts (SVG + PNG).
 //!
@@ -21,21 +22,23 @@ pub mod metrics;
 pub mod model;
 pub mod series;
 mod summary;
+pub mod sweep;
+pub mod threshold;
 mod write;
 mod xml;
 
 pub use analysis::{
-    analyse, analyse_variant, Analysis, Baseline, ExpectationResult, FidelityRow, RecoveryVerdict,
-    VariantAnalysis, Wave,
+    analyse, analyse_variant, Analysis, Baseline, Episode, EpisodeOutcome, ExpectationResult,
+    FidelityRow, SustainingEffect, VariantAnalysis, Verdict, Wave, VERDICT_CLASSES,
 };
 pub use charts::{
     latency_chart_png, latency_chart_svg, render_charts, wave_chart_png, wave_chart_svg, Charts,
 };
 pub use csv::timeseries_csv;
 pub use error::ReportError;
-pub use html::render_html;
+pub use html::{data_uri, page, render_html};
 pub use junit::junit_xml;
 pub use metrics::{metric_value, MetricRef, METRICS, WINDOWED_METRICS, ZONE_METRICS};
 pub use model::*;
 pub use summary::{summary_json, SCHEMA_VERSION};
-pub use write::{write_report, REPORT_FILES};
+pub use write::{read_run, write_files, write_report, REPORT_FILES};

@@ -6,7 +6,7 @@
 //! table of definitions is on [`METRICS`].
 
 use crate::analysis::amplification as amp;
-use crate::analysis::{RecoveryVerdict, VariantAnalysis};
+use crate::analysis::{VariantAnalysis, Verdict};
 use crate::model::{AnalysisConfig, ExpectationSpec, Second, VariantRun};
 use crate::series::{self, sum};
 use std::collections::BTreeMap;
@@ -46,8 +46,9 @@ use std::fmt;
 /// | `p99_ms_peak` | W | | largest per-second p99 (ms), seconds with >= 5 completed attempts |
 /// | `other_tenants_p99_ms` | | | largest end-to-end p99 of tenants without oversized documents (0 if none) |
 /// | `oversized_tenant_p99_ms` | | | largest end-to-end p99 of the tenants with oversized documents |
-/// | `metastable` | | | 1 when the verdict is metastable or never healthy, else 0 |
-/// | `time_to_recover_s` | | | seconds from the last trigger's end to recovery (undefined unless recovered) |
+/// | `verdict` | | | the verdict's class, not a number: `verdict: metastable` or `verdict: stable\|recovered` (see [`crate::analysis::verdict`]) |
+/// | `metastable` | | | 1 when the verdict is metastable; 0 when stable, recovered or overloaded; undefined when inconclusive, never healthy or without trigger |
+/// | `time_to_recover_s` | | | seconds from the residue's end to recovery (0 when stable; for a metastable variant, to its later recovery; otherwise undefined) |
 /// | `late_arrivals` | | | arrivals not sent on time (client in-flight cap reached) |
 /// | `zone_failure_ratio_peak` | W | Z | largest per-second failed / requests of the zone, seconds with >= 5 requests |
 /// | `zone_failure_ratio_mean` | W | Z | mean of the zone's per-second failure ratios |
@@ -77,6 +78,7 @@ pub const METRICS: &[&str] = &[
     "p99_ms_peak",
     "other_tenants_p99_ms",
     "oversized_tenant_p99_ms",
+    "verdict",
     "metastable",
     "time_to_recover_s",
     "late_arrivals",
@@ -305,13 +307,26 @@ fn run_metric_value(
             ),
             "no latency recorded for an oversized tenant",
         )?,
-        "metastable" => match a.verdict {
-            RecoveryVerdict::Metastable | RecoveryVerdict::NeverHealthy => 1.0,
-            _ => 0.0,
+        "verdict" => {
+            return Err(format!(
+                "the verdict is a class ({}), not a number",
+                a.verdict.class()
+            ))
+        }
+        "metastable" => match &a.verdict {
+            Verdict::Metastable { .. } => 1.0,
+            Verdict::Stable | Verdict::Recovered { .. } | Verdict::Overloaded { .. } => 0.0,
+            other => return Err(format!("not judged: {}", other.explanation())),
         },
-        "time_to_recover_s" => match a.verdict {
-            RecoveryVerdict::Recovered { after_s } => after_s,
-            ref other => return Err(format!("not recovered ({})", other.label())),
+        "time_to_recover_s" => match &a.verdict {
+            Verdict::Stable => 0.0,
+            Verdict::Recovered { after_s, .. } => *after_s,
+            Verdict::Metastable {
+                residue_end_s,
+                recovered_at_s: Some(t),
+                ..
+            } => (t - residue_end_s).max(0.0),
+            other => return Err(format!("not recovered: {}", other.explanation())),
         },
         "late_arrivals" => v.late_arrivals as f64,
         other => return Err(format!("`{other}` is not computed (report bug)")),

@@ -66,6 +66,14 @@ pub struct AnalysisConfig {
     pub recovery_window_s: u32,
     /// Seconds at the start ignored as warm-up (baseline is measured after them, before the first trigger).
     pub warmup_s: u32,
+    /// The baseline needs at least this many seconds between warm-up and the
+    /// first trigger (the validator rejects a timeline that leaves fewer).
+    #[serde(default = "default_min_baseline_s")]
+    pub min_baseline_s: u32,
+}
+
+fn default_min_baseline_s() -> u32 {
+    5
 }
 
 impl Default for AnalysisConfig {
@@ -77,6 +85,7 @@ impl Default for AnalysisConfig {
             recovery_factor: 1.1,
             recovery_window_s: 30,
             warmup_s: 3,
+            min_baseline_s: default_min_baseline_s(),
         }
     }
 }
@@ -97,6 +106,9 @@ pub struct ExpectationSpec {
     pub value: f64,
     /// The text as written in the experiment file, e.g. `">= 3"`.
     pub source: String,
+    /// For `verdict` only: the classes that pass (`op` and `value` unused).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -140,10 +152,13 @@ pub struct VariantRun {
     #[serde(default)]
     pub oversized_tenants: Vec<String>,
     pub integrity: Integrity,
-    /// End of the last fault or action that is a trigger (seconds), for the metastability verdict.
-    pub last_trigger_end_s: Option<f64>,
-    /// First trigger start (seconds); the baseline is measured before it.
-    pub first_trigger_start_s: Option<f64>,
+    /// Every trigger as it ran, with its residue (the verdict is judged from
+    /// the residue's end); empty when the timeline has none.
+    #[serde(default)]
+    pub triggers: Vec<TriggerSpan>,
+    /// When arrivals stopped (seconds): later seconds are the drain, not judged.
+    #[serde(default)]
+    pub load_end_s: Option<f64>,
     /// True when Ctrl-C or a dead system under test cut the variant short.
     pub interrupted: bool,
     /// Why it was cut short.
@@ -153,6 +168,41 @@ pub struct VariantRun {
     /// Totals of the system's own counters at the end (metric name -> value).
     #[serde(default)]
     pub system_totals: BTreeMap<String, f64>,
+}
+
+/// One trigger as it ran. A trigger is over when its fault is undone *and*
+/// the work it injected has left the system: the verdict judges recovery
+/// from `residue_end_s`, not from `end_s`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct TriggerSpan {
+    /// e.g. "oversized t7 x4".
+    pub label: String,
+    pub start_s: f64,
+    /// The fault was undone (its duration ended); for injected documents, the
+    /// last one was submitted. `None`: never undone within the run.
+    pub end_s: Option<f64>,
+    /// The trigger's work had left the system (documents completed, given up
+    /// or cancelled and no page of theirs left on the GPU; capacity restored;
+    /// zone back). `None`: still present when the run ended.
+    pub residue_end_s: Option<f64>,
+    /// What the residue was and how it ended, in words.
+    pub residue: String,
+}
+
+impl TriggerSpan {
+    /// A trigger without a residue of its own: over when its fault is undone.
+    pub fn undone_at(label: &str, start_s: f64, end_s: Option<f64>) -> TriggerSpan {
+        TriggerSpan {
+            label: label.to_string(),
+            start_s,
+            end_s,
+            residue_end_s: end_s,
+            residue: match end_s {
+                Some(e) => format!("none beyond the fault itself (undone at {e:.1} s)"),
+                None => "the fault was not undone before the run ended".into(),
+            },
+        }
+    }
 }
 
 /// Everything measured in one second (index `t`, seconds since the variant's load started).
@@ -180,6 +230,12 @@ pub struct Second {
     pub documents_completed: u64,
     /// Documents whose client gave up in this second.
     pub documents_given_up: u64,
+    /// New documents per second the arrival plan offered in this second (0: not recorded).
+    #[serde(default)]
+    pub offered_rate: f64,
+    /// Pages of the documents completed in this second (what the GPU's work delivered).
+    #[serde(default)]
+    pub pages_delivered: u64,
 
     // --- Scraped from the system under test's /metrics (gauges at the scrape, counters as deltas). ---
     pub slots_total: f64,
@@ -202,6 +258,12 @@ pub struct Second {
     pub pages_recomputed: u64,
     /// Requests rejected early as duplicates (dedup fix / failure cache).
     pub rejected_early: u64,
+    /// GPU pages computed for submissions that had already failed (orphans).
+    #[serde(default)]
+    pub orphan_pages: u64,
+    /// GPU pages of documents computed after their caller was answered 504 (zombie work).
+    #[serde(default)]
+    pub zombie_pages: u64,
     /// Per zone, when the system has several.
     #[serde(default)]
     pub zones: BTreeMap<String, ZoneSecond>,

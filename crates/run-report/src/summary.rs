@@ -1,5 +1,6 @@
 //! `summary.json`: the machine-readable verdicts, with a stable schema so CI
-//! and dashboards can read it without parsing HTML. Schema version 1:
+//! and dashboards can read it without parsing HTML. Schema version 2 (2 gave
+//! the verdict its classes and the triggers their residues):
 //!
 //! ```text
 //! {
@@ -9,13 +10,25 @@
 //!   "environment": { kind, gpu_adapter, gpu_fallback, gpu_fallback_reason, calibrated_pages_per_sec,
 //!                    calibrated_docs_per_sec, harness_version, hostname, cpus, extra },
 //!   "analysis_config": { wave_threshold, wave_merge_gap_s, wave_min_duration_s, recovery_factor,
-//!                        recovery_window_s, warmup_s },
-//!   "rules": { "waves": str, "recovery": str },
+//!                        recovery_window_s, warmup_s, min_baseline_s },
+//!   "rules": { "waves": str, "verdict": str },
 //!   "variants": [{
 //!     "name": str,
-//!     "verdict": { "verdict": "no_trigger" | "recovered" | "metastable" | "never_healthy", "after_s"?: f64 },
-//!     "baseline": null | { seconds, failure_ratio, p99_ms, ratio_limit, p99_limit_ms },
-//!     "first_trigger_start_s": f64 | null, "last_trigger_end_s": f64 | null,
+//!     "verdict": { "verdict": "stable" | "recovered" | "metastable" | "overloaded" | "inconclusive"
+//!                             | "never_healthy" | "no_trigger",
+//!                  recovered: "after_s"; metastable: "residue_end_s", "degraded_for_s", "recovered_at_s",
+//!                  "sustaining": { from_s, to_s, measured, baseline, named: [str] };
+//!                  overloaded: "residue_end_s", "offered_per_s", "baseline_per_s";
+//!                  inconclusive: "reason", "needed_s"; never_healthy: "reason" },
+//!     "verdict_text": str (the verdict with what it rests on),
+//!     "baseline": null | { seconds, failure_ratio, p99_ms, ratio_limit, p99_limit_ms, offered_per_s,
+//!                          offered_is_planned, effect },
+//!     "triggers": [{ label, start_s, end_s, residue_end_s, residue }],
+//!     "episodes": [{ labels, start_s, trigger_end_s, residue_end_s, horizon_s, horizon_is_end,
+//!                    outcome: { "outcome": "recovered", at_s } | { "outcome": "still_degraded" }
+//!                           | { "outcome": "undecided", reason, needed_s } }],
+//!     "judged_end_s": u32,
+//!     "first_trigger_start_s": f64 | null, "last_trigger_end_s": f64 | null, "last_residue_end_s": f64 | null,
 //!     "waves": [{ start_s, duration_s, peak_failure_ratio, mean_failure_ratio, peak_amplification }],
 //!     "metrics": { <every non-zone name of METRICS>: f64 | null, "<zone metric>{<zone>}": f64 | null },
 //!     "integrity": { submitted, completed, given_up, pending, results_checked, incorrect_results,
@@ -31,8 +44,9 @@
 //! ```
 //!
 //! Undefined numbers (and NaN) are `null`. New fields may be added; existing
-//! ones keep their meaning while `schema_version` stays 1.
+//! ones keep their meaning while `schema_version` stays 2.
 
+use crate::analysis::verdict::triggers_of;
 use crate::analysis::{Analysis, VariantAnalysis};
 use crate::metrics::{MetricRef, METRICS, ZONE_METRICS};
 use crate::model::{RunData, VariantRun};
@@ -40,7 +54,7 @@ use crate::series::zone_names;
 use serde_json::{json, Map, Value};
 
 /// Version of the summary.json schema described in this module.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 fn metrics(v: &VariantRun, a: &VariantAnalysis) -> Value {
     let mut m = Map::new();
@@ -58,14 +72,20 @@ fn metrics(v: &VariantRun, a: &VariantAnalysis) -> Value {
 }
 
 fn variant(v: &VariantRun, a: &VariantAnalysis) -> Value {
+    let triggers = triggers_of(v);
     let i = &v.integrity;
     let l = &v.latency;
     json!({
         "name": v.name,
         "verdict": a.verdict,
+        "verdict_text": a.verdict.explanation(),
         "baseline": a.baseline,
-        "first_trigger_start_s": a.first_trigger_start_s,
-        "last_trigger_end_s": a.last_trigger_end_s,
+        "triggers": triggers,
+        "episodes": a.episodes,
+        "judged_end_s": a.judged_end_s,
+        "first_trigger_start_s": triggers.iter().map(|t| t.start_s).reduce(f64::min),
+        "last_trigger_end_s": triggers.iter().filter_map(|t| t.end_s).reduce(f64::max),
+        "last_residue_end_s": a.episodes.last().and_then(|e| e.residue_end_s),
         "waves": a.waves,
         "metrics": metrics(v, a),
         "integrity": {
@@ -126,7 +146,7 @@ pub fn summary_json(run: &RunData, analysis: &Analysis) -> Value {
         "quick": run.quick,
         "environment": run.environment,
         "analysis_config": run.analysis,
-        "rules": { "waves": analysis.wave_rule, "recovery": analysis.recovery_rule },
+        "rules": { "waves": analysis.wave_rule, "verdict": analysis.verdict_rule },
         "variants": variants,
         "expectations": expectations,
         "fidelity": analysis.fidelity,

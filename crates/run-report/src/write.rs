@@ -24,10 +24,19 @@ pub const REPORT_FILES: &[&str] = &[
     "charts/latency.svg",
     "charts/latency.png",
     "timeseries.csv",
+    "run.json",
     "summary.json",
     "junit.xml",
     "index.html",
 ];
+
+/// The recorded run a report was made from: `run.json` in the report
+/// directory, so the analysis can be run again on it (`harness report DIR`).
+pub fn read_run(dir: &Path) -> Result<RunData, ReportError> {
+    let path = dir.join("run.json");
+    let text = fs::read_to_string(&path).map_err(io("reading", &path))?;
+    Ok(serde_json::from_str(&text)?)
+}
 
 fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ReportError {
     let path = path.to_path_buf();
@@ -59,8 +68,25 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
     result
 }
 
+/// Writes `files` (relative path, contents) under `dir`, each atomically,
+/// creating folders as needed; the last file is renamed into place last, so
+/// a page listed last appears only once everything it links to exists.
+pub fn write_files(dir: &Path, files: &[(&str, &[u8])]) -> Result<Vec<PathBuf>, ReportError> {
+    let mut written = Vec::with_capacity(files.len());
+    for (rel, bytes) in files {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).map_err(io("creating", parent))?;
+        }
+        write_atomic(&path, bytes)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
 /// Write the whole report directory (created if needed): index.html,
-/// summary.json, timeseries.csv, junit.xml and charts/{waves,latency}.{svg,png}.
+/// summary.json, run.json, timeseries.csv, junit.xml and
+/// charts/{waves,latency}.{svg,png}.
 /// Returns the paths written.
 pub fn write_report(
     dir: &Path,
@@ -72,23 +98,18 @@ pub fn write_report(
     let html = render_html(run, analysis, &charts);
     let csv = timeseries_csv(run);
     let junit = junit_xml(run, analysis);
-    let contents: [&[u8]; 8] = [
+    let recorded = serde_json::to_string(run)? + "\n";
+    let contents: [&[u8]; 9] = [
         charts.waves_svg.as_bytes(),
         &charts.waves_png,
         charts.latency_svg.as_bytes(),
         &charts.latency_png,
         csv.as_bytes(),
+        recorded.as_bytes(),
         summary.as_bytes(),
         junit.as_bytes(),
         html.as_bytes(),
     ];
-    let charts_dir = dir.join("charts");
-    fs::create_dir_all(&charts_dir).map_err(io("creating", &charts_dir))?;
-    let mut written = Vec::with_capacity(REPORT_FILES.len());
-    for (rel, bytes) in REPORT_FILES.iter().zip(contents) {
-        let path = dir.join(rel);
-        write_atomic(&path, bytes)?;
-        written.push(path);
-    }
-    Ok(written)
+    let files: Vec<(&str, &[u8])> = REPORT_FILES.iter().copied().zip(contents).collect();
+    write_files(dir, &files)
 }

@@ -83,8 +83,8 @@ fn writes_a_complete_report() {
     // Verdicts.
     let before = analysis.variant("before-fix").unwrap();
     let after = analysis.variant("after-fix").unwrap();
-    assert_eq!(before.verdict, RecoveryVerdict::Metastable);
-    assert_eq!(after.verdict, RecoveryVerdict::Recovered { after_s: 3.0 });
+    assert_eq!(before.verdict.class(), "metastable");
+    assert_eq!(after.verdict.recovered_after_s(), Some(3.0));
     assert_eq!(
         analysis.expectations.iter().filter(|e| !e.passed).count(),
         1,
@@ -97,7 +97,7 @@ fn writes_a_complete_report() {
     // HTML: self-contained, with verdicts, expectation rows and the fallback banner.
     let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
     assert!(html.contains("METASTABLE"));
-    assert!(html.contains("recovered after 3 s"));
+    assert!(html.contains("recovered 3 s after the residue (degraded"));
     assert!(html.contains("<code>failure_ratio_mean[40s..60s]</code>"));
     assert!(html.contains("<code>zone_failure_ratio_peak{az2}</code>"));
     assert_eq!(html.matches("<span class=\"pass\">PASS</span>").count(), 5);
@@ -120,8 +120,22 @@ fn writes_a_complete_report() {
     // summary.json.
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
-    assert_eq!(summary["schema_version"], 1);
+    assert_eq!(summary["schema_version"], 2);
     assert_eq!(summary["variants"][0]["verdict"]["verdict"], "metastable");
+    // The sustaining effect is named against the baseline, in the JSON and the page.
+    let named = summary["variants"][0]["verdict"]["sustaining"]["named"]
+        .as_array()
+        .unwrap();
+    assert!(
+        named.iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .starts_with("retries: 16.0 attempts per new document")),
+        "{named:?}"
+    );
+    assert!(html.contains("Sustaining effect"));
+    assert_eq!(summary["variants"][0]["triggers"][0]["residue_end_s"], 30.0);
+    assert_eq!(summary["variants"][1]["last_residue_end_s"], 30.0);
     assert_eq!(summary["variants"][1]["verdict"]["after_s"], 3.0);
     assert!(summary["variants"][0]["metrics"]["time_to_recover_s"].is_null());
     assert!(
@@ -277,6 +291,7 @@ fn odd_data_does_not_panic() {
         op: CompareOp::Ge,
         value: 1.0,
         source: ">= 1".into(),
+        classes: Vec::new(),
     });
     run.analysis.wave_threshold = f64::NAN;
     let a = analyse(&run);

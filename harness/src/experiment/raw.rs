@@ -96,6 +96,9 @@ pub struct RawAnalysis {
     pub recovery_window: Option<Spanned<String>>,
     #[serde(default)]
     pub warmup: Option<Spanned<String>>,
+    /// Healthy seconds needed between warm-up and the first trigger (default 5s).
+    #[serde(default)]
+    pub min_baseline: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize, Clone)]

@@ -259,6 +259,7 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
         }
         timeline.push(entry);
     }
+    baseline_room(&cx, &timeline, &timeline_raw, &analysis)?;
     timeline.sort_by_key(|e| e.at);
 
     let variant_names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
@@ -328,6 +329,43 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
             _ => unreachable!("containers_environment gives Containers"),
         },
     })
+}
+
+/// The first trigger must leave `analysis.min_baseline` seconds after the
+/// warm-up: the verdict compares everything with that baseline. `timeline`
+/// is still in file order, so its indexes are those of `raw_timeline`.
+fn baseline_room(
+    cx: &Ctx,
+    timeline: &[TimelineEntry],
+    raw_timeline: &[Spanned<RawTimelineEntry>],
+    analysis: &AnalysisConfig,
+) -> Result<(), ExperimentError> {
+    let Some((i, first)) = timeline
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.trigger)
+        .min_by_key(|(_, e)| e.at)
+    else {
+        return Ok(());
+    };
+    let room = first.at.as_secs_f64() - f64::from(analysis.warmup_s);
+    let need = f64::from(analysis.min_baseline_s.max(1));
+    if room >= need {
+        return Ok(());
+    }
+    Err(cx.err(
+        &raw_timeline[i].referenced,
+        format!("timeline[{i}].at"),
+        format!(
+            "the first trigger at {}s leaves {:.0}s of baseline after the {}s warm-up; the \
+             verdict needs at least analysis.min_baseline = {need:.0}s (move the trigger to {}s or \
+             later, or shorten the warm-up)",
+            first.at.as_secs_f64(),
+            room.max(0.0),
+            analysis.warmup_s,
+            f64::from(analysis.warmup_s) + need
+        ),
+    ))
 }
 
 /// Best effort: the field a serde message talks about (`unknown field `x``).
@@ -401,6 +439,20 @@ fn analysis_config(cx: &Ctx, a: &RawAnalysis) -> Result<AnalysisConfig, Experime
         &mut c.recovery_window_s,
     )?;
     secs(&a.warmup, "analysis.warmup", &mut c.warmup_s)?;
+    secs(
+        &a.min_baseline,
+        "analysis.min_baseline",
+        &mut c.min_baseline_s,
+    )?;
+    if let Some(b) = &a.min_baseline {
+        if c.min_baseline_s == 0 {
+            return Err(cx.err(
+                &b.referenced,
+                "analysis.min_baseline",
+                "must be at least 1s: a verdict needs a baseline to compare with",
+            ));
+        }
+    }
     if let Some(w) = &a.recovery_window {
         if c.recovery_window_s == 0 {
             return Err(cx.err(
@@ -777,6 +829,9 @@ fn expectation(
         }
         _ => {}
     }
+    if metric == "verdict" {
+        return verdict_expectation(cx, variant, value);
+    }
     let (op, num, source) = match &value.value {
         ExpectValue::Number(n) => (CompareOp::Eq, *n, format!("== {n}")),
         ExpectValue::Text(t) => {
@@ -812,5 +867,50 @@ fn expectation(
         op,
         value: num,
         source,
+        classes: Vec::new(),
+    })
+}
+
+/// `verdict: metastable` or `verdict: "stable|recovered"`.
+fn verdict_expectation(
+    cx: &Ctx,
+    variant: &str,
+    value: &Spanned<ExpectValue>,
+) -> Result<ExpectationSpec, ExperimentError> {
+    let field = format!("expect.{variant}.verdict");
+    let known = run_report::VERDICT_CLASSES;
+    let ExpectValue::Text(text) = &value.value else {
+        return Err(cx.err(
+            &value.referenced,
+            &field,
+            format!(
+                "the verdict is a class, not a number: one of {}, or several joined by |",
+                known.join(", ")
+            ),
+        ));
+    };
+    let classes: Vec<String> = text
+        .split('|')
+        .map(|c| c.trim().replace(' ', "_"))
+        .collect();
+    if let Some(bad) = classes.iter().find(|c| !known.contains(&c.as_str())) {
+        return Err(cx.err(
+            &value.referenced,
+            &field,
+            format!(
+                "{bad:?} is not a verdict; verdicts are {}",
+                known.join(", ")
+            ),
+        ));
+    }
+    Ok(ExpectationSpec {
+        variant: variant.to_string(),
+        metric: "verdict".into(),
+        zone: None,
+        window: None,
+        op: CompareOp::Eq,
+        value: 0.0,
+        source: classes.join(" | "),
+        classes,
     })
 }

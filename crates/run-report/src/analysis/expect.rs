@@ -53,6 +53,9 @@ pub fn evaluate_expectation(
 ) -> ExpectationResult {
     let run_v = run.variants.iter().find(|v| v.name == spec.variant);
     let ana_v = variants.iter().find(|v| v.name == spec.variant);
+    if spec.metric == "verdict" {
+        return evaluate_verdict(ana_v, spec);
+    }
     let measured = match (run_v, ana_v) {
         (Some(v), Some(a)) => metric_value_explained(v, a, &MetricRef::of(spec), &run.analysis),
         _ => Err(format!("variant `{}` is not in this run", spec.variant)),
@@ -79,6 +82,37 @@ pub fn evaluate_expectation(
             passed: false,
             message: format!("not measured ({why}), expected {expected}: FAILED"),
         },
+    }
+}
+
+/// `verdict: CLASS[|CLASS...]`: passes when the variant's class is one of them.
+fn evaluate_verdict(a: Option<&VariantAnalysis>, spec: &ExpectationSpec) -> ExpectationResult {
+    let expected = spec.classes.join(" or ");
+    let (passed, message) = match a {
+        Some(a) => {
+            let passed = spec.classes.iter().any(|c| c == a.verdict.class());
+            (
+                passed,
+                format!(
+                    "{}, expected {expected}{}",
+                    a.verdict.explanation(),
+                    if passed { "" } else { ": FAILED" }
+                ),
+            )
+        }
+        None => (
+            false,
+            format!(
+                "variant `{}` is not in this run, expected {expected}: FAILED",
+                spec.variant
+            ),
+        ),
+    };
+    ExpectationResult {
+        spec: spec.clone(),
+        measured: None,
+        passed,
+        message,
     }
 }
 
@@ -125,6 +159,7 @@ mod tests {
             op,
             value,
             source: format!("{} {value}", op_symbol(op)),
+            classes: Vec::new(),
         }
     }
 

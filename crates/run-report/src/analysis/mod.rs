@@ -1,16 +1,21 @@
-//! From a recorded run to verdicts: waves, amplification, the metastability
-//! verdict, integrity, expectations and the fidelity panel. Everything here is
+//! From a recorded run to verdicts: waves, amplification, the verdict
+//! (stable, recovered, metastable ... judged from each trigger's residue),
+//! integrity, expectations and the fidelity panel. Everything here is
 //! a pure function of [`crate::model`], so it is tested on synthetic series.
 
 pub mod amplification;
+pub mod baseline;
 pub mod expect;
 pub mod fidelity;
-pub mod recovery;
+pub mod sustaining;
+pub mod verdict;
 pub mod waves;
 
+pub use baseline::Baseline;
 pub use expect::{evaluate_expectation, ExpectationResult};
 pub use fidelity::FidelityRow;
-pub use recovery::{recovery_rule_text, Baseline, RecoveryVerdict};
+pub use sustaining::{EffectFigures, SustainingEffect};
+pub use verdict::{verdict_rule_text, Episode, EpisodeOutcome, Verdict, VERDICT_CLASSES};
 pub use waves::{wave_rule_text, Wave};
 
 use crate::metrics;
@@ -27,11 +32,13 @@ pub struct VariantAnalysis {
     /// Every whole-run metric that is defined (see [`crate::METRICS`]); zone
     /// metrics are keyed `name{zone}`. Undefined metrics are absent.
     pub metrics: BTreeMap<String, f64>,
-    pub verdict: RecoveryVerdict,
+    pub verdict: Verdict,
     /// What the verdict was judged against (absent without trigger or baseline).
     pub baseline: Option<Baseline>,
-    pub first_trigger_start_s: Option<f64>,
-    pub last_trigger_end_s: Option<f64>,
+    /// The triggers, merged where they overlap, each with its residue and how it was judged.
+    pub episodes: Vec<Episode>,
+    /// One past the last second judged (the drain after the load is not).
+    pub judged_end_s: u32,
     /// No incorrect result and every document accounted for.
     pub integrity_ok: bool,
     /// Why integrity failed, in words (empty when it held).
@@ -47,8 +54,8 @@ pub struct Analysis {
     /// Every expectation passed and every variant's integrity held.
     pub all_passed: bool,
     pub fidelity: Vec<FidelityRow>,
-    /// The recovery rule in words, with the configured numbers.
-    pub recovery_rule: String,
+    /// The verdict rule in words, with the configured numbers.
+    pub verdict_rule: String,
     /// The wave rule in words, with the configured numbers.
     pub wave_rule: String,
 }
@@ -100,7 +107,7 @@ pub fn integrity_problems(i: &Integrity) -> Vec<String> {
 
 /// Analyse one variant.
 pub fn analyse_variant(v: &VariantRun, cfg: &AnalysisConfig) -> VariantAnalysis {
-    let judgement = recovery::judge_recovery(v, cfg);
+    let judgement = verdict::judge(v, cfg);
     let problems = integrity_problems(&v.integrity);
     let mut a = VariantAnalysis {
         name: v.name.clone(),
@@ -108,8 +115,8 @@ pub fn analyse_variant(v: &VariantRun, cfg: &AnalysisConfig) -> VariantAnalysis 
         metrics: BTreeMap::new(),
         verdict: judgement.verdict,
         baseline: judgement.baseline,
-        first_trigger_start_s: judgement.first_trigger_start_s,
-        last_trigger_end_s: judgement.last_trigger_end_s,
+        episodes: judgement.episodes,
+        judged_end_s: judgement.judged_end_s,
         integrity_ok: problems.is_empty(),
         integrity_problems: problems,
         interrupted: v.interrupted,
@@ -139,7 +146,7 @@ pub fn analyse(run: &RunData) -> Analysis {
         expectations,
         all_passed,
         fidelity,
-        recovery_rule: recovery_rule_text(cfg),
+        verdict_rule: verdict_rule_text(cfg),
         wave_rule: wave_rule_text(cfg),
     }
 }

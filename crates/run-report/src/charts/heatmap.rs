@@ -1,7 +1,9 @@
 //! The vulnerability map of a sweep: x = load, y = trigger size, each cell
-//! coloured by the recovery verdict of its run (recovered / metastable /
-//! never healthy / no trigger), with a thick line along the boundary between
-//! cells that recovered and cells that did not.
+//! coloured by the verdict of its run (stable / recovered / metastable /
+//! overloaded / inconclusive / never healthy / no trigger), with a thick line
+//! along the boundary between cells that came back (stable or recovered) and
+//! cells that did not (metastable, overloaded, never healthy); inconclusive
+//! cells and cells not run sit on neither side.
 //!
 //! The chart is generic (labels and classes only), so the harness's `sweep`
 //! command owns the grid and this module only draws it.
@@ -9,18 +11,22 @@
 use super::font::{printable, FAMILY};
 use super::panel::{err, DrawResult};
 use super::style::{MUTED, TEXT, WIDTH};
+use crate::analysis::Verdict;
 use crate::error::ReportError;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde::{Deserialize, Serialize};
 
-/// What one cell's run concluded (the report's `RecoveryVerdict`, plus "not run").
+/// What one cell's run concluded (the report's [`Verdict`] class, plus "not run").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CellClass {
+    Stable,
     Recovered,
     Metastable,
+    Overloaded,
+    Inconclusive,
     NeverHealthy,
     NoTrigger,
     /// Not run, failed to run, or interrupted.
@@ -28,18 +34,37 @@ pub enum CellClass {
 }
 
 impl CellClass {
-    pub const ALL: [CellClass; 5] = [
+    pub const ALL: [CellClass; 8] = [
+        CellClass::Stable,
         CellClass::Recovered,
         CellClass::Metastable,
+        CellClass::Overloaded,
+        CellClass::Inconclusive,
         CellClass::NeverHealthy,
         CellClass::NoTrigger,
         CellClass::NotRun,
     ];
 
+    /// The class of a verdict.
+    pub fn of(v: &Verdict) -> CellClass {
+        match v {
+            Verdict::Stable => CellClass::Stable,
+            Verdict::Recovered { .. } => CellClass::Recovered,
+            Verdict::Metastable { .. } => CellClass::Metastable,
+            Verdict::Overloaded { .. } => CellClass::Overloaded,
+            Verdict::Inconclusive { .. } => CellClass::Inconclusive,
+            Verdict::NeverHealthy { .. } => CellClass::NeverHealthy,
+            Verdict::NoTrigger => CellClass::NoTrigger,
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
+            CellClass::Stable => "stable",
             CellClass::Recovered => "recovered",
             CellClass::Metastable => "metastable",
+            CellClass::Overloaded => "overloaded",
+            CellClass::Inconclusive => "inconclusive",
             CellClass::NeverHealthy => "never healthy",
             CellClass::NoTrigger => "no trigger",
             CellClass::NotRun => "not run",
@@ -48,12 +73,20 @@ impl CellClass {
 
     pub fn color(self) -> RGBColor {
         match self {
+            CellClass::Stable => RGBColor(35, 139, 69),
             CellClass::Recovered => RGBColor(116, 196, 118),
             CellClass::Metastable => RGBColor(215, 48, 39),
+            CellClass::Overloaded => RGBColor(240, 120, 40),
+            CellClass::Inconclusive => RGBColor(250, 225, 130),
             CellClass::NeverHealthy => RGBColor(84, 39, 136),
             CellClass::NoTrigger => RGBColor(189, 189, 189),
             CellClass::NotRun => RGBColor(245, 245, 245),
         }
+    }
+
+    /// The cell came back to its baseline (stable or recovered).
+    pub fn came_back(self) -> bool {
+        matches!(self, CellClass::Stable | CellClass::Recovered)
     }
 
     /// CSS colour (for HTML legends).
@@ -62,11 +95,11 @@ impl CellClass {
         format!("#{r:02x}{g:02x}{b:02x}")
     }
 
-    /// Which side of the boundary: None for cells not run.
+    /// Which side of the boundary: None for cells that say nothing either way.
     fn side(self) -> Option<bool> {
         match self {
-            CellClass::NotRun => None,
-            c => Some(c == CellClass::Recovered),
+            CellClass::NotRun | CellClass::Inconclusive | CellClass::NoTrigger => None,
+            c => Some(c.came_back()),
         }
     }
 }
@@ -171,9 +204,10 @@ pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, h: &Heatmap) -> D
             let t = h.note(x, y);
             if !t.is_empty() && cw >= 40 {
                 let style = match c {
-                    CellClass::Recovered | CellClass::NoTrigger | CellClass::NotRun => {
-                        note_dark.clone()
-                    }
+                    CellClass::Recovered
+                    | CellClass::Inconclusive
+                    | CellClass::NoTrigger
+                    | CellClass::NotRun => note_dark.clone(),
                     _ => note.clone(),
                 };
                 root.draw(&Text::new(printable(t), (ax + cw / 2, ay + ch / 2), style))

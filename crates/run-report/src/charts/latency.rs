@@ -221,6 +221,7 @@ pub fn draw<DB: DrawingBackend>(
                 &Frame {
                     t_max,
                     events: &v.events,
+                    residues: super::waves::residues(v),
                 },
             )?;
         }

@@ -8,6 +8,7 @@ pub mod latency;
 mod panel;
 mod png;
 mod style;
+pub mod threshold;
 pub mod waves;
 
 use crate::analysis::Analysis;

@@ -86,10 +86,13 @@ pub struct Panel {
     pub event_labels: bool,
 }
 
-/// What every panel of a chart shares: the time range and the events shaded.
+/// What every panel of a chart shares: the time range, the events shaded,
+/// and each trigger's residue `(trigger end, residue end)` (None: it never
+/// ended), drawn as a band with a dashed line where it ended.
 pub struct Frame<'a> {
     pub t_max: f64,
     pub events: &'a [TimelineEvent],
+    pub residues: Vec<(f64, Option<f64>)>,
 }
 
 fn font(size: u32) -> FontDesc<'static> {
@@ -233,6 +236,30 @@ where
                 .map_err(err)?;
         }
     }
+    for &(from, to) in &f.residues {
+        if !from.is_finite() || from >= t_max {
+            continue;
+        }
+        let end = to.filter(|t| t.is_finite()).unwrap_or(t_max).min(t_max);
+        if end > from {
+            chart
+                .draw_series(once(Rectangle::new(
+                    [(from.max(0.0), hi), (end, lo)],
+                    RESIDUE.mix(SHADE_ALPHA).filled(),
+                )))
+                .map_err(err)?;
+        }
+        if let Some(t) = to.filter(|t| t.is_finite() && *t <= t_max) {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    vec![(t, lo), (t, hi)],
+                    5,
+                    3,
+                    RESIDUE.stroke_width(2),
+                ))
+                .map_err(err)?;
+        }
+    }
     let bar_lo = hi - (hi - lo) * 0.05;
     for &(from, to) in &p.bars {
         chart
@@ -301,11 +328,12 @@ pub fn title_strip<DB: DrawingBackend>(
         .map_err(err)?;
     let keys = [
         ("fault", FAULT.mix(0.35)),
+        ("residue", RESIDUE.mix(0.45)),
         ("operator action", ACTION.mix(0.35)),
         ("wave", WAVE.mix(1.0)),
     ];
-    let keys = &keys[..if with_waves { 3 } else { 2 }];
-    let mut x = w as i32 - 330;
+    let keys = &keys[..if with_waves { 4 } else { 3 }];
+    let mut x = w as i32 - 420;
     for &(label, color) in keys {
         area.draw(&Rectangle::new([(x, 27), (x + 16, 39)], color.filled()))
             .map_err(err)?;

@@ -26,6 +26,8 @@ pub const BAD: RGBColor = RGBColor(200, 20, 30);
 
 /// Opacity of fault/action shading.
 pub const SHADE_ALPHA: f64 = 0.13;
+/// A trigger's residue (after its fault was undone, until its work had left): violet.
+pub const RESIDUE: RGBColor = RGBColor(128, 64, 200);
 
 /// Colours for zones and variants, in order.
 pub const PALETTE: &[RGBColor] = &[

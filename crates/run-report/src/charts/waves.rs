@@ -8,12 +8,15 @@
 //! 4. cache writes lost/s and pages recomputed/s;
 //! 5. failure ratio per zone, when the system has zones.
 //!
-//! Faults and operator actions are shaded on every panel and labelled on the first.
+//! Faults and operator actions are shaded on every panel and labelled on the
+//! first; each trigger's residue (its work still in the system after the
+//! fault) is shaded orange up to a dashed line where it ended.
 
 use super::font::{printable, FAMILY};
 use super::panel::{draw_panel, err, title_strip, DrawResult, Frame, Line, Panel};
 use super::style::*;
-use crate::analysis::{Analysis, RecoveryVerdict, VariantAnalysis};
+use crate::analysis::verdict::triggers_of;
+use crate::analysis::{Analysis, VariantAnalysis};
 use crate::format::{num, pct};
 use crate::model::{RunData, Second, VariantRun};
 use crate::series;
@@ -223,7 +226,8 @@ fn header<DB: DrawingBackend>(
         .map_err(err)?;
     let mut x = 12 + area.estimate_text_size(&name, &bold(&TEXT)).map_err(err)?.0 as i32 + 18;
     let (verdict, color) = match a.map(|a| &a.verdict) {
-        Some(v @ (RecoveryVerdict::Metastable | RecoveryVerdict::NeverHealthy)) => (v.label(), BAD),
+        Some(v) if v.is_bad() => (v.label(), BAD),
+        Some(v @ crate::analysis::Verdict::Inconclusive { .. }) => (v.label(), MUTED),
         Some(v) => (v.label(), GOOD),
         None => ("not analysed".to_string(), MUTED),
     };
@@ -253,6 +257,15 @@ fn header<DB: DrawingBackend>(
             .map_err(err)?;
     }
     Ok(())
+}
+
+/// Each trigger's residue: from its fault's end (its start, for injected
+/// documents still in flight) to when its work had left the system.
+pub fn residues(v: &VariantRun) -> Vec<(f64, Option<f64>)> {
+    triggers_of(v)
+        .iter()
+        .map(|t| (t.end_s.unwrap_or(t.start_s), t.residue_end_s))
+        .collect()
 }
 
 /// Draw the whole wave chart on `root`.
@@ -291,6 +304,7 @@ pub fn draw<DB: DrawingBackend>(
         let frame = Frame {
             t_max,
             events: &v.events,
+            residues: residues(v),
         };
         for (p, area) in ps.iter().zip(body.split_evenly((ps.len(), 1))) {
             draw_panel(&area, p, &frame)?;

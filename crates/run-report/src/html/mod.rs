@@ -5,6 +5,8 @@
 //! evidence (rules, tables, environment, the experiment file).
 
 mod sections;
+pub(crate) mod table;
+mod verdict;
 
 use crate::analysis::Analysis;
 use crate::charts::Charts;
@@ -26,13 +28,33 @@ tr.failed td{background:#fff1f1}
 .overall.pass{background:#e5f5ea;border:2px solid #1a783c}.overall.fail{background:#fde8e8;border:2px solid #c8141e}
 .banner{background:#c8141e;color:#fff;font-weight:bold;font-size:18px;padding:12px 16px;margin:10px 0;border-radius:6px;border:3px solid #7a0010}
 .banner small{display:block;font-weight:normal;font-size:14px;margin-top:4px}
-.verdict-bad{color:#c8141e;font-weight:bold}.verdict-good{color:#1a783c;font-weight:bold}
+.verdict-bad{color:#c8141e;font-weight:bold}.verdict-good{color:#1a783c;font-weight:bold}.verdict-unknown{color:#8a6d00;font-weight:bold}
+h3{font-size:16px;margin:16px 0 4px}
 img.chart{width:100%;max-width:1400px;border:1px solid #e4e4ea}
 pre{background:#f7f7f9;border:1px solid #e4e4ea;padding:10px;overflow:auto;font-size:12px}
 .rule{background:#f7f7fb;border-left:4px solid #7a7aa0;padding:8px 12px;max-width:1100px}
 "#;
 
-fn data_uri(png: &[u8]) -> String {
+/// A self-contained page (the report's CSS inline) around `body`, for the
+/// pages of sweeps, threshold searches and ablations.
+pub fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<style>{CSS}{PAGE_CSS}</style>\n</head>\n<body>\n{body}</body>\n</html>\n",
+        escape(title)
+    )
+}
+
+/// What the other pages add to the report's CSS.
+const PAGE_CSS: &str = r#"
+.maps{display:flex;flex-wrap:wrap;gap:16px}.maps figure{margin:0;flex:1 1 600px}
+.maps img{width:100%;max-width:760px;border:1px solid #ddd}
+.sw{display:inline-block;width:12px;height:12px;border:1px solid #999;vertical-align:middle;margin-right:4px}
+"#;
+
+/// A PNG as a `data:` URI, for self-contained pages.
+pub fn data_uri(png: &[u8]) -> String {
     format!(
         "data:image/png;base64,{}",
         base64::engine::general_purpose::STANDARD.encode(png)
@@ -57,12 +79,13 @@ pub fn render_html(run: &RunData, analysis: &Analysis, charts: &Charts) -> Strin
     sections::summary(&mut h, run, analysis);
     sections::expectations(&mut h, analysis);
     sections::fidelity(&mut h, analysis);
+    verdict::explained(&mut h, run, analysis);
     let _ = write!(
         h,
         "<section id=\"charts\">\n<h2>Failure waves</h2>\n\
          <img class=\"chart\" alt=\"Failure waves per variant: traffic, failure ratio, worker slots, cache\" src=\"{}\">\n\
          <p class=\"muted\">Vector version: <a href=\"charts/waves.svg\">charts/waves.svg</a>. \
-         Red shading: faults; green: operator actions; orange bars: failure waves.</p>\n\
+         Red shading: faults; violet: a trigger's residue (its work still in the system), ending at the dashed line; green: operator actions; orange bars: failure waves.</p>\n\
          <h2>Latency</h2>\n\
          <img class=\"chart\" alt=\"Attempt latency per second and percentile distribution per variant\" src=\"{}\">\n\
          <p class=\"muted\">Vector version: <a href=\"charts/latency.svg\">charts/latency.svg</a>.</p>\n</section>\n",
@@ -71,7 +94,7 @@ pub fn render_html(run: &RunData, analysis: &Analysis, charts: &Charts) -> Strin
     );
     sections::waves(&mut h, analysis);
     sections::latency(&mut h, run);
-    sections::rules(&mut h, run, analysis);
+    verdict::rules(&mut h, run, analysis);
     sections::timeline(&mut h, run);
     sections::integrity_examples(&mut h, run);
     sections::environment(&mut h, run);

@@ -1,53 +1,14 @@
 //! The sections of index.html, one function each. Every piece of text that
 //! comes from the run (names, labels, messages, YAML) goes through [`escape`].
 
-use crate::analysis::{Analysis, RecoveryVerdict, VariantAnalysis};
+use super::table::{head, row};
+use super::verdict::verdict_html;
+use crate::analysis::{Analysis, VariantAnalysis};
 use crate::format::{ms, num, opt_num, opt_pct, pct};
 use crate::metrics::MetricRef;
 use crate::model::{EventKind, LatencySummary, RunData};
 use crate::xml::escape;
 use std::fmt::Write;
-
-fn row(h: &mut String, class: &str, cells: &[String]) {
-    let _ = write!(
-        h,
-        "<tr{}>",
-        if class.is_empty() {
-            String::new()
-        } else {
-            format!(" class=\"{class}\"")
-        }
-    );
-    for c in cells {
-        // Cells are pre-escaped HTML; numbers are right-aligned.
-        let numeric = c
-            .chars()
-            .next()
-            .is_some_and(|ch| ch.is_ascii_digit() || ch == '-' || ch == '—');
-        let _ = write!(
-            h,
-            "<td{}>{c}</td>",
-            if numeric { " class=\"num\"" } else { "" }
-        );
-    }
-    h.push_str("</tr>\n");
-}
-
-fn head(h: &mut String, cols: &[&str]) {
-    h.push_str("<table>\n<tr>");
-    for c in cols {
-        let _ = write!(h, "<th>{c}</th>");
-    }
-    h.push_str("</tr>\n");
-}
-
-fn verdict_html(v: &RecoveryVerdict) -> String {
-    let class = match v {
-        RecoveryVerdict::Metastable | RecoveryVerdict::NeverHealthy => "verdict-bad",
-        _ => "verdict-good",
-    };
-    format!("<span class=\"{class}\">{}</span>", escape(&v.label()))
-}
 
 pub fn header(h: &mut String, run: &RunData, analysis: &Analysis) {
     let failed = analysis.expectations.iter().filter(|e| !e.passed).count();
@@ -371,62 +332,6 @@ pub fn latency(h: &mut String, run: &RunData) {
         h.push_str("</table>\n");
     }
     h.push_str("</section>\n");
-}
-
-pub fn rules(h: &mut String, run: &RunData, analysis: &Analysis) {
-    let _ = write!(
-        h,
-        "<section id=\"rules\">\n<h2>How the verdicts are decided</h2>\n\
-         <p class=\"rule\"><b>Recovery rule.</b> {}</p>\n<p class=\"rule\"><b>Wave rule.</b> {}</p>\n",
-        escape(&analysis.recovery_rule),
-        escape(&analysis.wave_rule)
-    );
-    head(
-        h,
-        &[
-            "variant",
-            "first trigger",
-            "last trigger end",
-            "baseline seconds",
-            "baseline failure ratio",
-            "baseline p99",
-            "healthy if failure ratio ≤",
-            "and p99 ≤",
-            "verdict",
-        ],
-    );
-    for a in &analysis.variants {
-        let s = |x: Option<f64>| x.map_or("—".to_string(), |x| format!("{} s", num(x)));
-        let b = a.baseline.as_ref();
-        row(
-            h,
-            "",
-            &[
-                escape(&a.name),
-                s(a.first_trigger_start_s),
-                s(a.last_trigger_end_s),
-                b.map_or("—".into(), |b| b.seconds.to_string()),
-                opt_pct(b.map(|b| b.failure_ratio)),
-                b.map_or("—".into(), |b| ms(b.p99_ms)),
-                opt_pct(b.map(|b| b.ratio_limit)),
-                b.map_or("—".into(), |b| ms(b.p99_limit_ms)),
-                verdict_html(&a.verdict),
-            ],
-        );
-    }
-    h.push_str("</table>\n");
-    let c = &run.analysis;
-    let _ = write!(
-        h,
-        "<p class=\"muted\">Thresholds: wave threshold {}, merge gap {} s, minimum wave {} s, recovery factor {}, \
-         recovery window {} s, warm-up {} s.</p>\n</section>\n",
-        pct(c.wave_threshold),
-        c.wave_merge_gap_s,
-        c.wave_min_duration_s,
-        num(c.recovery_factor),
-        c.recovery_window_s,
-        c.warmup_s
-    );
 }
 
 pub fn timeline(h: &mut String, run: &RunData) {

@@ -1,0 +1,430 @@
+//! The verdict classes on synthetic series: every class, the residue, the
+//! episodes and the edges of the rule.
+
+use super::*;
+use crate::model::{EventKind, TimelineEvent};
+
+/// One second per entry: (failure percent, p99 ms) over 100 completed
+/// attempts, or none when the percent is negative. 50 new documents/s offered.
+fn seconds(points: &[(i64, f64)]) -> Vec<Second> {
+    points
+        .iter()
+        .enumerate()
+        .map(|(t, &(p, p99))| {
+            let (ok, timeouts) = if p < 0 {
+                (0, 0)
+            } else {
+                (100 - p as u64, p as u64)
+            };
+            Second {
+                t: t as u32,
+                arrivals: 50,
+                offered_rate: 50.0,
+                attempts: 100,
+                distinct_documents: 100,
+                ok,
+                timeouts,
+                p99_ms: p99,
+                ..Second::default()
+            }
+        })
+        .collect()
+}
+
+/// A trigger from `start` to `end` whose residue ends at `residue`.
+fn trigger(start: f64, end: f64, residue: Option<f64>) -> TriggerSpan {
+    TriggerSpan {
+        label: format!("trigger at {start}"),
+        start_s: start,
+        end_s: Some(end),
+        residue_end_s: residue,
+        residue: "test".into(),
+    }
+}
+
+fn variant(points: &[(i64, f64)], triggers: Vec<TriggerSpan>) -> VariantRun {
+    VariantRun {
+        name: "v".into(),
+        seconds: seconds(points),
+        triggers,
+        ..VariantRun::default()
+    }
+}
+
+/// `n` seconds of `(pct, p99)`.
+fn rep(n: usize, pct: i64, p99: f64) -> Vec<(i64, f64)> {
+    vec![(pct, p99); n]
+}
+
+fn concat(parts: &[Vec<(i64, f64)>]) -> Vec<(i64, f64)> {
+    parts.concat()
+}
+
+fn cfg() -> AnalysisConfig {
+    AnalysisConfig {
+        recovery_window_s: 10,
+        warmup_s: 3,
+        ..AnalysisConfig::default()
+    }
+}
+
+fn verdict(v: &VariantRun) -> Verdict {
+    judge(v, &cfg()).verdict
+}
+
+#[test]
+fn stable_when_no_second_is_degraded() {
+    let v = variant(&rep(60, 1, 50.0), vec![trigger(20.0, 30.0, Some(30.0))]);
+    assert_eq!(verdict(&v), Verdict::Stable);
+}
+
+#[test]
+fn recovered_is_counted_from_the_residue_not_the_trigger() {
+    // The fault is undone at 30 s but its documents stay until 36 s; the
+    // system is degraded until 42 s.
+    let pts = concat(&[rep(20, 1, 50.0), rep(22, 90, 900.0), rep(18, 1, 52.0)]);
+    let v = variant(&pts, vec![trigger(20.0, 30.0, Some(36.0))]);
+    assert_eq!(verdict(&v).recovered_after_s(), Some(6.0));
+    // Judged from the fault's end instead, the same series would be metastable.
+    let v = variant(&pts, vec![trigger(20.0, 30.0, Some(30.0))]);
+    assert_eq!(verdict(&v).class(), "metastable");
+}
+
+#[test]
+fn a_wave_that_ends_exactly_when_the_residue_ends_recovered_at_once() {
+    let pts = concat(&[rep(20, 1, 50.0), rep(15, 90, 900.0), rep(25, 1, 52.0)]);
+    let v = variant(&pts, vec![trigger(20.0, 22.0, Some(35.0))]);
+    assert_eq!(verdict(&v).recovered_after_s(), Some(0.0));
+}
+
+#[test]
+fn metastable_names_its_sustaining_effect() {
+    let mut v = variant(
+        &concat(&[rep(20, 1, 50.0), rep(40, 80, 900.0)]),
+        vec![trigger(20.0, 25.0, Some(25.0))],
+    );
+    for s in &mut v.seconds {
+        s.gateway_attempts = s.attempts;
+        s.pages_computed = 200;
+        s.pages_delivered = 200;
+        if s.t >= 25 {
+            // Three attempts per new document, a third of the GPU's pages for callers gone.
+            s.attempts = 150;
+            s.gateway_attempts = 150;
+            s.pages_delivered = 40;
+            s.zombie_pages = 70;
+        }
+    }
+    match verdict(&v) {
+        Verdict::Metastable {
+            residue_end_s,
+            degraded_for_s,
+            recovered_at_s,
+            sustaining,
+        } => {
+            assert_eq!(residue_end_s, 25.0);
+            assert_eq!(degraded_for_s, 35.0);
+            assert_eq!(recovered_at_s, None);
+            let text = sustaining.summary();
+            assert!(
+                text.contains("retries: 3.0 attempts per new document (baseline 2.0)"),
+                "{text}"
+            );
+            assert!(
+                text.contains("zombie work 35 % of GPU pages (baseline 0 %)"),
+                "{text}"
+            );
+            assert!(
+                text.contains("5.0 GPU pages computed per page delivered (baseline 1.0)"),
+                "{text}"
+            );
+        }
+        other => panic!("expected metastable, got {other:?}"),
+    }
+}
+
+#[test]
+fn metastable_then_ended_by_an_operator_says_how_long_and_when() {
+    let pts = concat(&[rep(20, 1, 50.0), rep(30, 90, 900.0), rep(20, 1, 50.0)]);
+    let v = variant(&pts, vec![trigger(20.0, 30.0, Some(30.0))]);
+    let j = judge(&v, &cfg());
+    match &j.verdict {
+        Verdict::Metastable {
+            degraded_for_s,
+            recovered_at_s,
+            ..
+        } => {
+            assert_eq!(*degraded_for_s, 20.0);
+            assert_eq!(*recovered_at_s, Some(50.0));
+        }
+        other => panic!("expected metastable, got {other:?}"),
+    }
+    assert!(j.verdict.explanation().contains("until 50 s"));
+}
+
+#[test]
+fn a_degraded_tail_under_raised_load_is_overloaded_not_metastable() {
+    let mut v = variant(
+        &concat(&[rep(20, 1, 50.0), rep(40, 80, 900.0)]),
+        vec![trigger(20.0, 25.0, Some(25.0))],
+    );
+    for s in v.seconds.iter_mut().filter(|s| s.t >= 23) {
+        s.offered_rate = 80.0;
+        s.arrivals = 80;
+    }
+    match verdict(&v) {
+        Verdict::Overloaded {
+            offered_per_s,
+            baseline_per_s,
+            ..
+        } => {
+            assert_eq!(offered_per_s, 80.0);
+            assert_eq!(baseline_per_s, 50.0);
+        }
+        other => panic!("expected overloaded, got {other:?}"),
+    }
+}
+
+#[test]
+fn counted_arrivals_within_poisson_noise_are_not_raised_load() {
+    let mut v = variant(
+        &concat(&[rep(20, 1, 50.0), rep(40, 80, 900.0)]),
+        vec![trigger(20.0, 25.0, Some(25.0))],
+    );
+    for s in &mut v.seconds {
+        s.offered_rate = 0.0; // no plan recorded: counted arrivals
+        if s.t >= 25 {
+            s.arrivals = 55;
+        }
+    }
+    assert_eq!(verdict(&v).class(), "metastable");
+}
+
+#[test]
+fn a_run_cut_off_before_the_window_is_inconclusive_with_the_time_it_needed() {
+    // Residue ends at 40 s; the run's last judged second is 44.
+    let pts = concat(&[rep(20, 1, 50.0), rep(20, 90, 900.0), rep(5, 90, 900.0)]);
+    let v = variant(&pts, vec![trigger(20.0, 30.0, Some(40.0))]);
+    match verdict(&v) {
+        Verdict::Inconclusive { needed_s, reason } => {
+            assert_eq!(needed_s, Some(50.0 - 45.0), "{reason}");
+        }
+        other => panic!("expected inconclusive, got {other:?}"),
+    }
+    // Healthy at the end, but for fewer than half the window: still inconclusive.
+    let pts = concat(&[rep(20, 1, 50.0), rep(20, 90, 900.0), rep(4, 1, 50.0)]);
+    let v = variant(&pts, vec![trigger(20.0, 30.0, Some(40.0))]);
+    match verdict(&v) {
+        Verdict::Inconclusive { needed_s, .. } => assert_eq!(needed_s, Some(6.0)),
+        other => panic!("expected inconclusive, got {other:?}"),
+    }
+    // Half the window healthy through the end is enough.
+    let pts = concat(&[rep(20, 1, 50.0), rep(20, 90, 900.0), rep(5, 1, 50.0)]);
+    let v = variant(&pts, vec![trigger(20.0, 30.0, Some(40.0))]);
+    assert_eq!(verdict(&v).recovered_after_s(), Some(0.0));
+}
+
+#[test]
+fn a_residue_that_never_ends_is_inconclusive() {
+    let pts = concat(&[rep(20, 1, 50.0), rep(40, 90, 900.0)]);
+    let v = variant(&pts, vec![trigger(20.0, 30.0, None)]);
+    assert_eq!(verdict(&v).class(), "inconclusive");
+}
+
+#[test]
+fn never_healthy_without_enough_baseline_or_with_a_failing_one() {
+    let pts = concat(&[rep(7, 1, 50.0), rep(40, 90, 900.0)]);
+    match verdict(&variant(&pts, vec![trigger(7.0, 10.0, Some(10.0))])) {
+        Verdict::NeverHealthy { reason } => assert!(reason.contains("only 4 second"), "{reason}"),
+        other => panic!("expected never healthy, got {other:?}"),
+    }
+    let pts = concat(&[rep(20, 70, 50.0), rep(40, 90, 900.0)]);
+    assert_eq!(
+        verdict(&variant(&pts, vec![trigger(20.0, 30.0, Some(30.0))])).class(),
+        "never_healthy"
+    );
+    // Seconds with too few attempts do not count towards the baseline.
+    let pts = concat(&[rep(20, -1, 0.0), rep(40, 1, 50.0)]);
+    assert_eq!(
+        verdict(&variant(&pts, vec![trigger(20.0, 30.0, Some(30.0))])).class(),
+        "never_healthy"
+    );
+}
+
+#[test]
+fn no_trigger_and_the_fallback_to_fault_events() {
+    let mut v = variant(&rep(40, 1, 50.0), vec![]);
+    assert_eq!(verdict(&v), Verdict::NoTrigger);
+    v.events.push(TimelineEvent {
+        at_s: 20.0,
+        end_s: Some(25.0),
+        kind: EventKind::Fault,
+        label: "f".into(),
+        ok: true,
+        detail: String::new(),
+    });
+    let j = judge(&v, &cfg());
+    assert_eq!(j.verdict, Verdict::Stable);
+    assert_eq!(j.episodes[0].residue_end_s, Some(25.0));
+}
+
+#[test]
+fn overlapping_triggers_form_one_episode_and_later_ones_their_own() {
+    let pts = concat(&[
+        rep(20, 1, 50.0),
+        rep(12, 90, 900.0), // 20..32: the first episode (two triggers)
+        rep(18, 1, 50.0),   // 32..50
+        rep(5, 90, 900.0),  // 50..55: the second episode
+        rep(25, 1, 50.0),
+    ]);
+    let v = variant(
+        &pts,
+        vec![
+            trigger(20.0, 22.0, Some(28.0)),
+            trigger(25.0, 26.0, Some(32.0)),
+            trigger(50.0, 51.0, Some(55.0)),
+        ],
+    );
+    let j = judge(&v, &cfg());
+    assert_eq!(j.episodes.len(), 2);
+    assert_eq!(j.episodes[0].labels.len(), 2);
+    assert_eq!(j.episodes[0].residue_end_s, Some(32.0));
+    assert_eq!(j.episodes[0].horizon_s, 50);
+    assert_eq!(
+        j.episodes[0].outcome,
+        EpisodeOutcome::Recovered { at_s: 32 }
+    );
+    assert_eq!(
+        j.episodes[1].outcome,
+        EpisodeOutcome::Recovered { at_s: 55 }
+    );
+    assert_eq!(j.verdict.recovered_after_s(), Some(0.0));
+}
+
+#[test]
+fn an_episode_too_close_to_the_next_is_undecided_and_the_last_decides() {
+    let pts = concat(&[
+        rep(20, 1, 50.0),
+        rep(14, 90, 900.0), // degraded until the next trigger at 34
+        rep(10, 90, 900.0), // 34..44
+        rep(20, 1, 50.0),
+    ]);
+    let v = variant(
+        &pts,
+        vec![
+            trigger(20.0, 22.0, Some(28.0)),
+            trigger(34.0, 35.0, Some(44.0)),
+        ],
+    );
+    let j = judge(&v, &cfg());
+    assert!(matches!(
+        j.episodes[0].outcome,
+        EpisodeOutcome::Undecided { .. }
+    ));
+    assert_eq!(j.verdict.recovered_after_s(), Some(0.0));
+}
+
+#[test]
+fn latency_must_recover_too() {
+    let pts = concat(&[rep(20, 1, 50.0), rep(10, 1, 900.0), rep(30, 1, 400.0)]);
+    let v = variant(&pts, vec![trigger(20.0, 30.0, Some(30.0))]);
+    assert_eq!(verdict(&v).class(), "metastable");
+}
+
+#[test]
+fn one_bad_second_neither_breaks_nor_fakes_a_recovery() {
+    let mut pts = concat(&[rep(20, 1, 50.0), rep(10, 90, 900.0), rep(30, 1, 50.0)]);
+    pts[41] = (40, 700.0);
+    let v = variant(&pts, vec![trigger(20.0, 30.0, Some(30.0))]);
+    assert_eq!(verdict(&v).recovered_after_s(), Some(0.0));
+    let mut pts = concat(&[rep(20, 1, 50.0), rep(40, 90, 900.0)]);
+    pts[35] = (1, 50.0);
+    let v = variant(&pts, vec![trigger(20.0, 30.0, Some(30.0))]);
+    assert_eq!(verdict(&v).class(), "metastable");
+}
+
+#[test]
+fn stalled_seconds_are_degraded() {
+    let pts = concat(&[
+        rep(20, 1, 50.0),
+        rep(10, 90, 900.0),
+        rep(30, -1, 0.0),
+        rep(5, 1, 50.0),
+    ]);
+    let v = variant(&pts, vec![trigger(20.0, 30.0, Some(30.0))]);
+    assert_eq!(verdict(&v).class(), "metastable");
+}
+
+#[test]
+fn the_drain_after_the_load_is_not_judged() {
+    let pts = concat(&[
+        rep(20, 1, 50.0),
+        rep(10, 90, 900.0),
+        rep(12, 1, 50.0),
+        rep(8, 95, 2000.0),
+    ]);
+    let mut v = variant(&pts, vec![trigger(20.0, 30.0, Some(30.0))]);
+    v.load_end_s = Some(42.0);
+    let j = judge(&v, &cfg());
+    assert_eq!(j.judged_end_s, 42);
+    assert_eq!(j.verdict.recovered_after_s(), Some(0.0));
+}
+
+#[test]
+fn gaps_in_time_are_degraded_and_huge_t_is_cheap() {
+    let mut v = variant(
+        &concat(&[rep(20, 1, 50.0), rep(10, 90, 900.0), rep(30, 1, 50.0)]),
+        vec![trigger(20.0, 30.0, Some(30.0))],
+    );
+    v.seconds.retain(|s| s.t != 35);
+    assert_eq!(verdict(&v).recovered_after_s(), Some(6.0));
+    let mut far = v.clone();
+    far.seconds.push(Second {
+        t: u32::MAX - 1,
+        ..far.seconds[0].clone()
+    });
+    // Does not allocate per second up to t, and does not panic.
+    let _ = judge(&far, &cfg());
+}
+
+#[test]
+fn nan_inputs_do_not_panic() {
+    let mut v = variant(&concat(&[rep(20, 1, f64::NAN), rep(20, 90, 900.0)]), vec![]);
+    v.triggers = vec![TriggerSpan {
+        start_s: f64::NAN,
+        ..trigger(20.0, f64::NAN, Some(f64::INFINITY))
+    }];
+    let _ = judge(&v, &cfg());
+    v.triggers = vec![trigger(20.0, f64::NAN, Some(f64::NAN))];
+    let mut c = cfg();
+    c.recovery_factor = f64::NAN;
+    c.wave_threshold = f64::NAN;
+    assert_eq!(judge(&v, &c).verdict.class(), "never_healthy");
+}
+
+#[test]
+fn verdict_serializes_with_its_class_as_a_tag() {
+    let j = serde_json::to_value(Verdict::Recovered {
+        after_s: 4.0,
+        degraded_s: 9,
+    })
+    .unwrap();
+    assert_eq!(
+        j,
+        serde_json::json!({"verdict": "recovered", "after_s": 4.0, "degraded_s": 9})
+    );
+    for (v, c) in [
+        (Verdict::Stable, "stable"),
+        (Verdict::NoTrigger, "no_trigger"),
+        (
+            Verdict::NeverHealthy {
+                reason: String::new(),
+            },
+            "never_healthy",
+        ),
+    ] {
+        assert_eq!(v.class(), c);
+        assert!(VERDICT_CLASSES.contains(&c));
+        assert_eq!(serde_json::to_value(&v).unwrap()["verdict"], c);
+    }
+}

@@ -1,0 +1,333 @@
+//! Trigger residues: when each trigger of a variant was really over.
+//!
+//! A fault's end is not the end of what it did. A burst of oversized
+//! documents keeps the GPU busy until the last of their pages is computed,
+//! whether their clients are still waiting or gave up long ago (the pool is
+//! not told). So a trigger is over when its fault is undone *and* the work it
+//! injected has left the system:
+//!
+//! - injected documents: every journey ended (completed, given up or cut
+//!   off) and the system reports that each of their pages has been computed
+//!   once, or that no job of theirs is open any more (cancelled, failed,
+//!   never admitted) ([`sut::WORK_PATH`]). Recomputing them afterwards is
+//!   the system's amplification — a sustaining effect the verdict measures —
+//!   not the trigger. A target without that admin query is judged on the
+//!   clients' side only, and the residue says so;
+//! - a capacity cut, a failing or silent zone: undone at the end of its duration;
+//! - a fault without a duration: never undone within the run.
+//!
+//! [`watch`] polls every [`POLL`] while some residue is open and returns
+//! one [`TriggerSpan`] per trigger; the verdict is judged from their ends.
+
+use crate::experiment::{Experiment, TimelineOp};
+use crate::recorder::Recorder;
+use crate::timeline::AdminApi;
+use run_report::TriggerSpan;
+use std::sync::Arc;
+use std::time::Duration;
+use sut::{DocumentRef, WorkInProgress, WorkQuery, WORK_PATH};
+use tokio::time::Instant;
+
+/// How often open residues are checked.
+pub const POLL: Duration = Duration::from_millis(250);
+
+/// One trigger to watch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Watched {
+    pub label: String,
+    pub at: Duration,
+    /// When its fault is undone (None: never, for a fault without a duration).
+    pub undone: Option<Duration>,
+    /// The documents it injected, with their pages (empty for faults that inject none).
+    pub documents: Vec<DocumentRef>,
+}
+
+/// The triggers of `exp` that apply to `variant`, with the documents they inject.
+pub fn plan(exp: &Experiment, variant: &str) -> Vec<Watched> {
+    exp.timeline
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.trigger && e.applies_to(variant))
+        .map(|(i, e)| {
+            let (documents, undone) = match &e.op {
+                TimelineOp::OversizedDocuments(o) => {
+                    let docs = crate::workload::oversized(exp.seed, i, e.at, o);
+                    let last = docs.iter().map(|d| d.planned).max().unwrap_or(e.at);
+                    let refs = docs
+                        .into_iter()
+                        .map(|d| DocumentRef {
+                            id: d.id,
+                            pages: d.pages,
+                        })
+                        .collect();
+                    (refs, Some(last))
+                }
+                // Undone at the end of its duration; a fault without one (or
+                // that nothing can undo) lasts for the whole run.
+                TimelineOp::Admin(_) => match (e.duration, e.op.revert()) {
+                    (Some(d), Some(_)) => (Vec::new(), Some(e.at + d)),
+                    _ => (Vec::new(), None),
+                },
+            };
+            Watched {
+                label: e.label.clone(),
+                at: e.at,
+                undone,
+                documents,
+            }
+        })
+        .collect()
+}
+
+/// What the system answered about a trigger's documents.
+enum Asked {
+    /// Some of the documents' pages were never computed yet, with a job open.
+    Holding(WorkInProgress),
+    /// Every page computed once (or no job open); what is left is recomputation.
+    Done(WorkInProgress),
+    /// The target cannot say (no admin API, or no work query): clients' side only.
+    CannotTell(String),
+    /// Transient failure: ask again.
+    Failed,
+}
+
+async fn ask(admin: Option<&AdminApi>, docs: &[DocumentRef]) -> Asked {
+    let Some(a) = admin else {
+        return Asked::CannotTell("no admin API for this target".into());
+    };
+    let q = WorkQuery {
+        documents: docs.to_vec(),
+    };
+    let sent = a
+        .client
+        .post(format!("{}{WORK_PATH}", a.base_url))
+        .bearer_auth(&a.token)
+        .json(&q)
+        .timeout(Duration::from_secs(2))
+        .send()
+        .await;
+    match sent {
+        Ok(r) if r.status() == reqwest::StatusCode::NOT_FOUND => {
+            Asked::CannotTell(format!("the target does not answer {WORK_PATH}"))
+        }
+        Ok(r) if r.status().is_success() => match r.json::<WorkInProgress>().await {
+            Ok(w) if w.first_time_pages == 0 => Asked::Done(w),
+            Ok(w) => Asked::Holding(w),
+            Err(_) => Asked::Failed,
+        },
+        _ => Asked::Failed,
+    }
+}
+
+struct Open {
+    w: Watched,
+    /// Set once the residue ended (seconds since the start) with its description.
+    ended: Option<(f64, String)>,
+    /// The first reading once every client was done, and the latest.
+    when_clients_done: Option<WorkInProgress>,
+    last_seen: Option<WorkInProgress>,
+}
+
+/// "1 document", "4 documents".
+fn documents(n: usize) -> String {
+    format!("{n} document{}", if n == 1 { "" } else { "s" })
+}
+
+fn outcomes(counts: [usize; 3]) -> String {
+    let [done, gave_up, pending] = counts;
+    let mut parts = Vec::new();
+    for (n, what) in [
+        (done, "completed"),
+        (gave_up, "given up"),
+        (pending, "cut off"),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {what}"));
+        }
+    }
+    parts.join(", ")
+}
+
+/// Watches every trigger until its residue ended or `done` resolves (the
+/// variant is over); returns the spans, open ones with no residue end.
+pub async fn watch(
+    triggers: Vec<Watched>,
+    start: Instant,
+    recorder: Arc<Recorder>,
+    admin: Option<AdminApi>,
+    done: impl std::future::Future<Output = ()>,
+) -> Vec<TriggerSpan> {
+    for t in &triggers {
+        recorder.watch(t.documents.iter().map(|d| d.id));
+    }
+    let mut open: Vec<Open> = triggers
+        .into_iter()
+        .map(|w| Open {
+            w,
+            ended: None,
+            when_clients_done: None,
+            last_seen: None,
+        })
+        .collect();
+    let mut client_side_only: Option<String> = None;
+    tokio::pin!(done);
+    loop {
+        let now = start.elapsed();
+        for o in open.iter_mut().filter(|o| o.ended.is_none()) {
+            let Some(undone) = o.w.undone.filter(|u| *u <= now) else {
+                continue;
+            };
+            if o.w.documents.is_empty() {
+                o.ended = Some((
+                    undone.as_secs_f64(),
+                    format!(
+                        "none beyond the fault itself (undone at {:.1} s)",
+                        undone.as_secs_f64()
+                    ),
+                ));
+                continue;
+            }
+            let ids: Vec<u64> = o.w.documents.iter().map(|d| d.id).collect();
+            let Some((last_end, counts)) = recorder.watched_ended(&ids) else {
+                continue;
+            };
+            let n = o.w.documents.len();
+            if let Some(why) = &client_side_only {
+                o.ended = Some((
+                    last_end.as_secs_f64(),
+                    format!(
+                        "{} ({}); measured on the clients' side only: {why}",
+                        documents(n),
+                        outcomes(counts)
+                    ),
+                ));
+                continue;
+            }
+            match ask(admin.as_ref(), &o.w.documents).await {
+                Asked::Done(now_w) => {
+                    let at = start.elapsed().as_secs_f64().max(last_end.as_secs_f64());
+                    let gpu = match o.when_clients_done.or(Some(now_w)) {
+                        Some(first) if first.first_time_pages > 0 => format!(
+                            "; when the last client was done the GPU had yet to compute {} of \
+                             their pages for the first time ({} job(s) open), the last by {at:.1} s",
+                            first.first_time_pages, first.jobs
+                        ),
+                        _ => "; their pages had all been computed when the last client was done".into(),
+                    };
+                    let rest = if now_w.jobs > 0 {
+                        format!(
+                            "; {} job(s) recomputing them were still open then ({} page(s) queued or computing)",
+                            now_w.jobs, now_w.pages
+                        )
+                    } else {
+                        String::new()
+                    };
+                    o.ended = Some((
+                        at,
+                        format!("{} ({}){gpu}{rest}", documents(n), outcomes(counts)),
+                    ));
+                }
+                Asked::Holding(w) => {
+                    o.when_clients_done.get_or_insert(w);
+                    o.last_seen = Some(w);
+                }
+                Asked::CannotTell(why) => {
+                    tracing::warn!("trigger residues are judged on the clients' side only: {why}");
+                    o.ended = Some((
+                        last_end.as_secs_f64(),
+                        format!(
+                            "{} ({}); measured on the clients' side only: {why}",
+                            documents(n),
+                            outcomes(counts)
+                        ),
+                    ));
+                    client_side_only = Some(why);
+                }
+                Asked::Failed => {}
+            }
+        }
+        if open.iter().all(|o| o.ended.is_some()) {
+            break;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(POLL) => {}
+            _ = &mut done => break,
+        }
+    }
+    open.into_iter().map(span).collect()
+}
+
+fn span(o: Open) -> TriggerSpan {
+    let end_s = o.w.undone.map(|u| u.as_secs_f64());
+    let (residue_end_s, residue) = match o.ended {
+        Some((at, words)) => (Some(at), words),
+        None if !o.w.documents.is_empty() => (
+            None,
+            match o.last_seen {
+                Some(w) => format!(
+                    "{}: {} of their pages not yet computed once ({} job(s) open) when the run ended",
+                    documents(o.w.documents.len()),
+                    w.first_time_pages,
+                    w.jobs
+                ),
+                None => format!(
+                    "{}: not all of their journeys had ended when the run did",
+                    documents(o.w.documents.len())
+                ),
+            },
+        ),
+        None => (None, "the fault was not undone before the run ended".into()),
+    };
+    TriggerSpan {
+        label: o.w.label,
+        start_s: o.w.at.as_secs_f64(),
+        end_s,
+        residue_end_s,
+        residue,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(name: &str, quick: bool) -> Experiment {
+        let p = format!("{}/../experiments/{name}.yaml", env!("CARGO_MANIFEST_DIR"));
+        crate::experiment::load(std::path::Path::new(&p), quick).unwrap()
+    }
+
+    #[test]
+    fn injected_documents_and_timed_faults_are_watched_standing_conditions_are_not() {
+        let e = load("retry-storm", false);
+        let w = plan(&e, "before-fix");
+        // The cache fill at 0 s is a standing condition (trigger: false).
+        assert_eq!(w.len(), 4);
+        assert!(w.iter().all(|t| t.documents.len() == 4));
+        assert_eq!(w[0].undone, Some(Duration::from_secs(7)));
+        // The documents watched are the ones the runner submits, with their pages.
+        let cap = crate::runner::Capacity {
+            pages_per_sec: 400.0,
+            docs_per_sec: 60.0,
+        };
+        let planned = crate::runner::plan_documents(&e, cap);
+        for d in &w[1].documents {
+            assert!(planned
+                .iter()
+                .any(|p| p.id == d.id && p.pages == d.pages && p.tenant == "t7"));
+        }
+        let q = load("queue-overflow", false);
+        let w = plan(&q, "after-fix");
+        assert_eq!(w.len(), 1);
+        assert!(w[0].documents.is_empty());
+        assert_eq!(w[0].undone, Some(Duration::from_secs(13)));
+        // Operators' actions are not triggers.
+        let z = load("zone-failover", false);
+        assert_eq!(plan(&z, "before-fix").len(), 1);
+    }
+
+    #[test]
+    fn outcomes_are_listed_in_words() {
+        assert_eq!(outcomes([2, 1, 0]), "2 completed, 1 given up");
+        assert_eq!(outcomes([0, 0, 3]), "3 cut off");
+    }
+}
