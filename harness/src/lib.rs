@@ -8,7 +8,9 @@
 //! `run-report` crate.
 
 pub mod ablate;
+pub mod axis;
 pub mod bench;
+pub mod budget;
 pub mod containers;
 pub mod environment;
 pub mod experiment;
@@ -17,8 +19,12 @@ pub mod journey;
 pub mod load;
 pub mod progress;
 pub mod recorder;
+pub mod residue;
+pub mod run_id;
 pub mod runner;
 pub mod scrape;
 pub mod sweep;
+pub mod threshold;
 pub mod timeline;
+pub mod tree;
 pub mod workload;

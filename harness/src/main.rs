@@ -93,9 +93,22 @@ enum Command {
         #[arg(long, hide = true, value_enum)]
         only: Option<harness::bench::Step>,
     },
+    /// Judges a recorded run again (its `run.json`) with this harness's
+    /// rules and rewrites its report in place: the same verdicts, waves and
+    /// expectations a new run would give on the same measurements.
+    Report {
+        /// A report directory, e.g. reports/retry-storm/latest.
+        dir: PathBuf,
+        #[arg(long)]
+        quiet: bool,
+    },
     /// Vulnerability maps: runs the quick form over a grid of loads x trigger
     /// sizes and maps which cells recover and which stay degraded, per variant.
     Sweep(harness::sweep::SweepArgs),
+    /// The critical trigger: bisects one trigger value (magnitude or
+    /// duration) for the smallest that tips each variant into a metastable
+    /// failure, with several seeds per probe.
+    Threshold(harness::threshold::ThresholdArgs),
 }
 
 fn main() -> ExitCode {
@@ -129,7 +142,9 @@ fn main() -> ExitCode {
             seed,
         ),
         Some(Command::Bench { quick, only }) => harness::bench::cli(quick, only),
+        Some(Command::Report { dir, quiet }) => report(&dir, quiet),
         Some(Command::Sweep(args)) => harness::sweep::cli(args),
+        Some(Command::Threshold(args)) => harness::threshold::cli(args),
         None => match cli.run.experiment.clone() {
             Some(path) => run(path, cli.run),
             None => {
@@ -234,6 +249,37 @@ fn run(path: PathBuf, args: RunArgs) -> ExitCode {
     }
 }
 
+fn report(dir: &std::path::Path, quiet: bool) -> ExitCode {
+    let run = match run_report::read_run(dir) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e} (a report directory written by this harness holds run.json)");
+            return ExitCode::from(2);
+        }
+    };
+    let analysis = run_report::analyse(&run);
+    let files = match run_report::write_report(dir, &run, &analysis) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let outcome = runner::RunOutcome {
+        interrupted: run.variants.iter().any(|v| v.interrupted),
+        report_dir: dir.to_path_buf(),
+        files,
+        analysis,
+        run,
+    };
+    print_summary(&outcome, quiet);
+    if outcome.analysis.all_passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn ablate(
     path: &std::path::Path,
@@ -270,11 +316,7 @@ fn ablate(
         plan.experiment.variants.len(),
         humantime::format_duration(std::time::Duration::from_secs(est.as_secs()))
     );
-    if est > budget && !force {
-        eprintln!(
-            "error: the estimate exceeds the budget of {}; use --quick, a larger --budget, or --force",
-            humantime::format_duration(budget)
-        );
+    if !harness::budget::allows(est, budget, force, "use --quick") {
         return ExitCode::from(2);
     }
     let (rt, stop) = match runtime_with_ctrl_c() {
@@ -325,8 +367,9 @@ fn print_summary(o: &runner::RunOutcome, quiet: bool) {
     for v in &a.variants {
         let m = |k: &str| v.metrics.get(k).copied().unwrap_or(f64::NAN);
         eprintln!(
-            "{:>12}: waves {} | peak failure {:.2} | amplification peak {:.2} mean {:.2} | duplicate compute {:.1}% | cache writes lost {} | lost documents {} | incorrect results {} | {:?}",
+            "{:>12}: {} | waves {} | peak failure {:.2} | amplification peak {:.2} mean {:.2} | duplicate compute {:.1}% | cache writes lost {} | lost documents {} | incorrect results {}",
             v.name,
+            v.verdict.label(),
             m("waves"),
             m("peak_failure_ratio"),
             m("amplification_peak"),
@@ -335,20 +378,20 @@ fn print_summary(o: &runner::RunOutcome, quiet: bool) {
             m("cache_writes_lost"),
             m("lost_documents"),
             m("incorrect_results"),
-            v.verdict
         );
+        if !quiet || v.verdict.is_bad() {
+            eprintln!("{:>12}  {}", "", v.verdict.explanation());
+        }
     }
     for e in &a.expectations {
         if !quiet || !e.passed {
             eprintln!(
-                "  [{}] {}: {} {} (measured {})",
+                "  [{}] {}: {} {} ({})",
                 if e.passed { "PASS" } else { "FAIL" },
                 e.spec.variant,
-                e.spec.metric,
+                run_report::MetricRef::of(&e.spec),
                 e.spec.source,
-                e.measured
-                    .map(|x| format!("{x:.3}"))
-                    .unwrap_or_else(|| "n/a".into())
+                e.message
             );
         }
     }

@@ -1,0 +1,38 @@
+//! Long commands (`ablate`, `sweep`, `threshold`) state their estimate first
+//! and refuse plans over `--budget` unless forced: a user must never find
+//! out after an hour that a grid was bigger than meant.
+
+use std::time::Duration;
+
+/// A duration as people read it, to the second.
+pub fn words(d: Duration) -> String {
+    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+}
+
+/// Whether a plan estimated at `estimate` may run; prints why not. `smaller`
+/// says how to shrink this kind of plan (e.g. "use fewer --seeds").
+pub fn allows(estimate: Duration, budget: Duration, force: bool, smaller: &str) -> bool {
+    if estimate <= budget || force {
+        return true;
+    }
+    eprintln!(
+        "error: the estimate of {} exceeds the budget of {}; {smaller}, a larger --budget, or --force",
+        words(estimate),
+        words(budget)
+    );
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn over_budget_needs_force() {
+        let (m, h) = (Duration::from_secs(60), Duration::from_secs(3600));
+        assert!(allows(m, h, false, "x"));
+        assert!(!allows(h, m, false, "x"));
+        assert!(allows(h, m, true, "x"));
+        assert_eq!(words(Duration::from_millis(61_500)), "1m 1s");
+    }
+}

@@ -1,0 +1,495 @@
+//! `harness threshold`: the critical trigger, found automatically.
+//!
+//! The studies of metastable failures found their thresholds by hand (the
+//! OSDI'22 artifact: CPU cut by 80 % for 10 s tips, 78 % or 9 s recovers).
+//! This bisects one trigger value — a magnitude or a duration, any dotted
+//! path of the YAML tree as in `sweep` — for the smallest value that tips a
+//! variant into a metastable failure. Each probe runs the experiment at one
+//! value with N seeds and is called by majority of all its seeds (see
+//! `run_report::threshold::Probe`). The search probes the top of the range
+//! first: a variant that comes back there has no tipping point in it (what a
+//! fix should show); then the bottom; then bisects until the bracket is at
+//! most `--resolution` of the range. Every probe is validated before
+//! anything runs, the estimate is stated first, and plans over `--budget`
+//! are refused.
+
+use crate::axis::{parse_span, Scale};
+use crate::budget::words;
+use crate::experiment::{self, Experiment};
+use crate::interrupt::{runtime_with_ctrl_c, StopSignal};
+use crate::run_id::RunFolder;
+use crate::runner::{self, RunOptions};
+use crate::tree::{parse_set, set_path, to_yaml, with_sets};
+use anyhow::Context;
+use run_report::threshold::{
+    Outcome, Probe, ProbeCall, ProbeRun, ThresholdReport, VariantThreshold,
+};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Command-line arguments of `harness threshold`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ThresholdArgs {
+    /// The experiment file (YAML).
+    pub experiment: PathBuf,
+    /// The trigger value to search: `PATH[,PATH..]=LO..HI`, a dotted path of
+    /// the YAML tree (numeric segments index lists), e.g.
+    /// `quick.timeline.0.duration=0.5s..8s`. Both ends may carry a duration
+    /// unit (ms, s, m); integer ends search whole numbers.
+    #[arg(long)]
+    pub trigger: String,
+    /// Seeds per probe (called by majority).
+    #[arg(long, default_value_t = 3)]
+    pub seeds: u32,
+    /// Search only this variant.
+    #[arg(long)]
+    pub variant: Option<String>,
+    /// Stop when the bracket is at most this share of HI - LO.
+    #[arg(long, default_value_t = 0.1)]
+    pub resolution: f64,
+    /// Fixed changes applied before the trigger value: `PATH=VALUE` (YAML), repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub set: Vec<String>,
+    /// Run the full form instead of the quick form.
+    #[arg(long)]
+    pub full: bool,
+    /// Refuse plans estimated to take longer than this.
+    #[arg(long, default_value = "30m")]
+    pub budget: humantime::Duration,
+    /// Run even when the estimate exceeds the budget.
+    #[arg(long)]
+    pub force: bool,
+    /// Report folder root; the search goes to <OUT>/<experiment>-threshold/<run-id>/.
+    #[arg(long, default_value = "reports")]
+    pub out: PathBuf,
+    /// Seed of the first run of every probe (default: the experiment's); seed k is base + k.
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+/// A validated search.
+pub struct Search {
+    pub name: String,
+    pub file: String,
+    tree: Value,
+    sets: Vec<(String, Value)>,
+    pub paths: Vec<String>,
+    pub low: f64,
+    pub high: f64,
+    pub scale: Scale,
+    pub resolution: f64,
+    pub quick: bool,
+    pub seeds: Vec<u64>,
+    pub variants: Vec<String>,
+    /// Of one variant run (duration + drain + start-up), the longest of the probes.
+    pub per_run: Duration,
+}
+
+impl Search {
+    /// The experiment with the trigger at `value` and the probe's seed.
+    pub fn experiment(&self, value: f64, seed: u64) -> anyhow::Result<Experiment> {
+        let mut t = with_sets(&self.tree, &self.sets)?;
+        for p in &self.paths {
+            set_path(&mut t, p, self.scale.json(value))?;
+        }
+        let label = format!(
+            "{} (threshold probe {}={})",
+            self.file,
+            self.paths[0],
+            self.scale.text(value)
+        );
+        let mut e = experiment::parse(&to_yaml(&t)?, &label, self.quick)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        e.seed = seed;
+        Ok(e)
+    }
+
+    /// The most probes one variant can need: both ends, then halving the range
+    /// down to the resolution (or to neighbouring whole numbers).
+    pub fn max_probes(&self) -> u32 {
+        let span = (self.high - self.low).abs();
+        let steps = if self.scale.integer {
+            span.max(1.0).log2().ceil()
+        } else {
+            (1.0 / self.resolution).log2().ceil()
+        };
+        2 + steps.max(0.0) as u32
+    }
+
+    /// The estimate stated before anything runs: every variant at its most probes.
+    pub fn estimate(&self) -> Duration {
+        self.per_run * self.max_probes() * self.seeds.len() as u32 * self.variants.len() as u32
+    }
+}
+
+/// Parses and validates the search: the file, the span, and the experiment
+/// at both ends and the middle (nothing runs before all of them passed).
+pub fn plan(a: &ThresholdArgs) -> anyhow::Result<Search> {
+    let file = a.experiment.display().to_string();
+    let text = std::fs::read_to_string(&a.experiment)
+        .with_context(|| format!("reading {}", a.experiment.display()))?;
+    let quick = !a.full;
+    let base = experiment::parse(&text, &file, quick).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let tree: Value = serde_saphyr::from_str(&text).map_err(|e| anyhow::anyhow!("{file}: {e}"))?;
+    let (paths, span) = a.trigger.split_once('=').ok_or_else(|| {
+        anyhow::anyhow!(
+            "--trigger {:?}: write PATH=LO..HI, e.g. quick.timeline.0.duration=0.5s..8s",
+            a.trigger
+        )
+    })?;
+    let paths: Vec<String> = paths
+        .split(',')
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty())
+        .collect();
+    if paths.is_empty() {
+        anyhow::bail!("--trigger {:?}: no path before '='", a.trigger);
+    }
+    let (low, high, scale) = parse_span(span).context("--trigger")?;
+    if high.partial_cmp(&low) != Some(std::cmp::Ordering::Greater) {
+        anyhow::bail!("--trigger {:?}: HI must be above LO", a.trigger);
+    }
+    if !(a.resolution > 0.0 && a.resolution < 1.0) {
+        anyhow::bail!(
+            "--resolution {}: must be between 0 and 1 (a share of the range)",
+            a.resolution
+        );
+    }
+    if a.seeds == 0 || a.seeds > 25 {
+        anyhow::bail!("--seeds {}: between 1 and 25", a.seeds);
+    }
+    if quick && tree.pointer("/quick/timeline").is_some() {
+        if let Some(p) = paths.iter().find(|p| p.starts_with("timeline.")) {
+            anyhow::bail!("{p}: the search runs the quick form, which uses `quick.timeline`; use quick.timeline.… (or --full)");
+        }
+    }
+    let variants: Vec<String> = base
+        .variants
+        .iter()
+        .map(|v| v.name.clone())
+        .filter(|n| a.variant.as_ref().is_none_or(|w| w == n))
+        .collect();
+    if variants.is_empty() {
+        anyhow::bail!(
+            "no variant named {:?} in {}",
+            a.variant.as_deref().unwrap_or(""),
+            base.name
+        );
+    }
+    let base_seed = a.seed.unwrap_or(base.seed);
+    let sets = a
+        .set
+        .iter()
+        .map(|s| parse_set(s))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut search = Search {
+        name: base.name.clone(),
+        file,
+        tree,
+        sets,
+        paths,
+        low,
+        high,
+        scale,
+        resolution: a.resolution,
+        quick,
+        seeds: (0..u64::from(a.seeds))
+            .map(|k| base_seed.wrapping_add(k))
+            .collect(),
+        variants,
+        per_run: Duration::ZERO,
+    };
+    let mut longest = Duration::ZERO;
+    for v in [low, (low + high) / 2.0, high] {
+        let e = search.experiment(search.scale.round(v), base_seed)?;
+        let drain = e
+            .variants
+            .iter()
+            .map(|v| crate::load::drain_time(v.client.timeout, v.client.retry.max_attempts))
+            .max()
+            .unwrap_or_default();
+        longest = longest.max(e.duration + drain + Duration::from_secs(3));
+    }
+    search.per_run = longest;
+    Ok(search)
+}
+
+/// Runs one probe of one variant: every seed, each with its own report.
+async fn probe(
+    s: &Search,
+    variant: &str,
+    value: f64,
+    dir: &Path,
+    stop: &Arc<StopSignal>,
+) -> anyhow::Result<Probe> {
+    let text = s.scale.text(value);
+    let mut runs = Vec::new();
+    for &seed in &s.seeds {
+        if stop.is_set() {
+            break;
+        }
+        let e = s.experiment(value, seed)?;
+        let out = dir
+            .join("probes")
+            .join(format!("{variant}-{text}-seed{seed}"));
+        let opts = RunOptions {
+            out_dir: out,
+            quiet: true,
+            variant: Some(variant.to_string()),
+        };
+        let o = runner::run(&e, &opts, stop.clone()).await?;
+        let report = o
+            .report_dir
+            .strip_prefix(dir)
+            .unwrap_or(&o.report_dir)
+            .display()
+            .to_string();
+        let (class, verdict) = match o.analysis.variant(variant) {
+            Some(a) if !a.interrupted => (a.verdict.class().to_string(), a.verdict.explanation()),
+            Some(_) => ("not run".into(), "interrupted".into()),
+            None => ("not run".into(), "not run".into()),
+        };
+        eprintln!("  {variant} at {text}, seed {seed}: {verdict}");
+        runs.push(ProbeRun {
+            seed,
+            class,
+            verdict,
+            report: Some(report),
+        });
+    }
+    let p = Probe::new(value, text, runs);
+    eprintln!(
+        "{variant} at {}: {:?} ({} metastable, {} came back, of {})",
+        p.text,
+        p.call,
+        p.metastable,
+        p.came_back,
+        p.runs.len()
+    );
+    Ok(p)
+}
+
+/// The search of one variant (module doc).
+async fn search_variant(
+    s: &Search,
+    variant: &str,
+    dir: &Path,
+    stop: &Arc<StopSignal>,
+) -> VariantThreshold {
+    let mut probes = Vec::new();
+    let outcome = match bisect(s, variant, dir, stop, &mut probes).await {
+        Ok(o) => o,
+        Err(e) => Outcome::Stopped {
+            reason: format!("{e:#}"),
+        },
+    };
+    VariantThreshold {
+        variant: variant.to_string(),
+        probes,
+        outcome,
+    }
+}
+
+async fn bisect(
+    s: &Search,
+    variant: &str,
+    dir: &Path,
+    stop: &Arc<StopSignal>,
+    probes: &mut Vec<Probe>,
+) -> anyhow::Result<Outcome> {
+    let call = |p: Probe, probes: &mut Vec<Probe>| {
+        let c = (p.call, p.text.clone(), p.runs.len());
+        probes.push(p);
+        c
+    };
+    let interrupted = || Outcome::Stopped {
+        reason: "interrupted".into(),
+    };
+    let (hi_call, hi_text, n) = call(probe(s, variant, s.high, dir, stop).await?, probes);
+    if n < s.seeds.len() {
+        return Ok(interrupted());
+    }
+    match hi_call {
+        ProbeCall::Holds => return Ok(Outcome::NoTippingPoint { up_to: hi_text }),
+        ProbeCall::Undecided => return Ok(Outcome::Undecided { at: hi_text }),
+        ProbeCall::Tips => {}
+    }
+    let (lo_call, lo_text, n) = call(probe(s, variant, s.low, dir, stop).await?, probes);
+    if n < s.seeds.len() {
+        return Ok(interrupted());
+    }
+    match lo_call {
+        ProbeCall::Tips => return Ok(Outcome::TipsAtLow { at: lo_text }),
+        ProbeCall::Undecided => return Ok(Outcome::Undecided { at: lo_text }),
+        ProbeCall::Holds => {}
+    }
+    let (mut lo, mut hi) = ((s.low, lo_text), (s.high, hi_text));
+    let width = (s.high - s.low) * s.resolution;
+    while hi.0 - lo.0 > width {
+        let mid = s.scale.round((lo.0 + hi.0) / 2.0);
+        if mid <= lo.0 || mid >= hi.0 {
+            break; // neighbouring whole numbers (or microunits)
+        }
+        let (c, text, n) = call(probe(s, variant, mid, dir, stop).await?, probes);
+        if n < s.seeds.len() {
+            return Ok(interrupted());
+        }
+        match c {
+            ProbeCall::Tips => hi = (mid, text),
+            ProbeCall::Holds => lo = (mid, text),
+            ProbeCall::Undecided => return Ok(Outcome::Undecided { at: text }),
+        }
+    }
+    Ok(Outcome::Bracket {
+        holds_at: lo.1,
+        tips_at: hi.1,
+    })
+}
+
+/// `harness threshold`: exit 0 done, 2 bad input or over budget, 130 interrupted.
+pub fn cli(args: ThresholdArgs) -> ExitCode {
+    let s = match plan(&args) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let est = s.estimate();
+    eprintln!(
+        "threshold of {}: {} from {} to {}, {} seed(s) per probe, at most {} probes per variant ({}), {} form ({} per run): estimated at most {}",
+        s.name,
+        s.paths.join(", "),
+        s.scale.text(s.low),
+        s.scale.text(s.high),
+        s.seeds.len(),
+        s.max_probes(),
+        s.variants.join(", "),
+        if s.quick { "quick" } else { "full" },
+        words(s.per_run),
+        words(est)
+    );
+    if !crate::budget::allows(
+        est,
+        *args.budget,
+        args.force,
+        "use fewer --seeds, a coarser --resolution",
+    ) {
+        return ExitCode::from(2);
+    }
+    let folder = RunFolder::now(&args.out, &format!("{}-threshold", s.name), s.seeds[0]);
+    let dir = &folder.dir;
+    let (rt, stop) = match runtime_with_ctrl_c() {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let started = Instant::now();
+    let mut variants = Vec::new();
+    for v in &s.variants {
+        if stop.is_set() {
+            break;
+        }
+        variants.push(rt.block_on(search_variant(&s, v, dir, &stop)));
+    }
+    let report = ThresholdReport {
+        experiment: s.name.clone(),
+        file: s.file.clone(),
+        run_id: folder.id.clone(),
+        quick: s.quick,
+        trigger_paths: s.paths.clone(),
+        low: s.low,
+        high: s.high,
+        low_text: s.scale.text(s.low),
+        high_text: s.scale.text(s.high),
+        resolution: s.resolution,
+        seeds: s.seeds.clone(),
+        set: args.set.clone(),
+        estimated_s: est.as_secs(),
+        wall_s: started.elapsed().as_secs_f64(),
+        interrupted: stop.is_set(),
+        variants,
+    };
+    for v in &report.variants {
+        eprintln!("{:>12}: {}", v.variant, v.sentence());
+    }
+    match run_report::threshold::write_threshold(dir, &report) {
+        Ok(page) => {
+            folder.link_latest();
+            eprintln!(
+                "threshold: {} (took {})",
+                page.display(),
+                words(started.elapsed())
+            );
+        }
+        Err(e) => {
+            eprintln!("error: writing the search's files: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    if report.interrupted {
+        return ExitCode::from(130);
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(trigger: &str) -> ThresholdArgs {
+        ThresholdArgs {
+            experiment: concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../experiments/queue-overflow.yaml"
+            )
+            .into(),
+            trigger: trigger.into(),
+            seeds: 3,
+            variant: None,
+            resolution: 0.1,
+            set: vec![],
+            full: false,
+            budget: "30m".parse().unwrap(),
+            force: false,
+            out: "reports".into(),
+            seed: Some(1),
+        }
+    }
+
+    #[test]
+    fn plans_validate_every_end_and_estimate_the_worst_case() {
+        let s = plan(&args("quick.timeline.0.duration=0.5s..8s")).unwrap();
+        assert_eq!((s.low, s.high), (0.5, 8.0));
+        assert_eq!(s.seeds, vec![1, 2, 3]);
+        // Both ends, then 4 halvings to reach 10 % of the range.
+        assert_eq!(s.max_probes(), 6);
+        assert_eq!(s.estimate(), s.per_run * 6 * 3 * 2);
+        let e = s.experiment(2.25, 7).unwrap();
+        assert_eq!(e.seed, 7);
+        assert_eq!(e.timeline[0].duration, Some(Duration::from_millis(2250)));
+    }
+
+    #[test]
+    fn bad_searches_are_refused_before_anything_runs() {
+        for (t, why) in [
+            ("quick.timeline.0.duration=8s..0.5s", "above LO"),
+            ("quick.timeline.9.duration=1s..2s", "index 9"),
+            ("timeline.0.duration=1s..2s", "quick form"),
+            ("quick.timeline.0.duration=1s..2", "same unit"),
+            // A slowdown longer than the quick run leaves its trigger outside it.
+            ("quick.timeline.0.duration=1s..90s", "duration"),
+        ] {
+            let e = plan(&args(t))
+                .err()
+                .map(|e| format!("{e:#}"))
+                .unwrap_or_default();
+            assert!(e.contains(why), "{t}: {e}");
+        }
+    }
+}
