@@ -183,8 +183,13 @@ async fn report_pool_executors(base_url: &str) {
     let Ok(m) = crate::scrape::scrape(&client, base_url).await else {
         return;
     };
-    let adapter = m.label("sut_executor_info", "adapter").unwrap_or_default();
-    if m.label("sut_executor_info", "fallback").as_deref() == Some("true") {
+    let adapter = m
+        .label(sut::metric_names::EXECUTOR_INFO.name, "adapter")
+        .unwrap_or_default();
+    if m.label(sut::metric_names::EXECUTOR_INFO.name, "fallback")
+        .as_deref()
+        == Some("true")
+    {
         eprintln!(
             "\n!!! NO GPU ADAPTER IN THE POOL CONTAINERS: their pages run on the CPU reference implementation ({adapter}).\n"
         );

@@ -205,6 +205,7 @@ async fn drive_variant(
     let baseline = crate::scrape::scrape(&http, &base).await.map_err(|e| {
         anyhow::anyhow!("the system under test at {base} does not answer /metrics: {e}")
     })?;
+    let unmeasured = unmeasured(&crate::scrape::missing(&baseline), &v.name);
 
     let events = Arc::new(Mutex::new(Vec::new()));
     let (done_tx, mut done_rx) = tokio::sync::watch::channel(false);
@@ -342,5 +343,30 @@ async fn drive_variant(
         interrupted_reason: stop.reason(),
         late_arrivals: recorder.late_arrivals(),
         system_totals: totals,
+        unmeasured,
     })
+}
+
+/// Says loudly which series the target lacks and which report figures they
+/// blank; returns those figures with why (they read "n/a", never 0).
+fn unmeasured(
+    missing: &[(&'static str, &'static [&'static str])],
+    variant: &str,
+) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for (series, feeds) in missing {
+        let blanks = if feeds.is_empty() {
+            "the charts".to_string()
+        } else {
+            feeds.join(", ")
+        };
+        eprintln!(
+            "WARNING ({variant}): the target's /metrics has no {series}; these report figures read n/a: {blanks}"
+        );
+        for f in *feeds {
+            out.entry(f.to_string())
+                .or_insert_with(|| format!("the target does not export {series}"));
+        }
+    }
+    out
 }

@@ -3,11 +3,61 @@
 //! The Prometheus text format is parsed into `name{labels} -> value`, and the
 //! series the analysis needs are derived: gauges as read, counters as deltas
 //! since the previous scrape, zones kept apart. Works the same against the
-//! embedded system and an external target.
+//! embedded system and an external target. Every name comes from the metric
+//! contract (`sut::metric_names`), and [`READ`] lists each series read with
+//! the report figures it feeds: a target that lacks one is warned about at
+//! the start, and those figures read "n/a", never 0.
 
 use run_report::{Second, ZoneSecond};
 use std::collections::BTreeMap;
 use std::time::Duration;
+use sut::metric_names::{self as names, Metric};
+use sut::RejectReason;
+
+/// Every series the harness reads, with the report metrics it feeds.
+pub const READ: &[(Metric, &[&str])] = &[
+    (names::POOL_SLOTS, &[]),
+    (names::POOL_SLOTS_BUSY, &[]),
+    (
+        names::POOL_WAITERS_HOLDING_SLOT,
+        &["slots_held_by_waiters_peak"],
+    ),
+    (names::POOL_QUEUE_DEPTH, &[]),
+    (names::GPU_QUEUED_PAGES, &[]),
+    (names::GATEWAY_ATTEMPTS_TOTAL, &["gateway_amplification"]),
+    (names::POOL_ADMITTED_TOTAL, &[]),
+    (names::CACHE_WRITES_ACKED_TOTAL, &[]),
+    (names::CACHE_WRITES_LOST_TOTAL, &["cache_writes_lost"]),
+    (names::CACHE_WRITE_ERRORS_TOTAL, &["cache_write_errors"]),
+    (
+        names::GPU_PAGES_COMPUTED_TOTAL,
+        &["duplicate_compute_share"],
+    ),
+    (
+        names::GPU_PAGES_RECOMPUTED_TOTAL,
+        &["duplicate_compute_share"],
+    ),
+    (names::GPU_ORPHAN_PAGES_TOTAL, &[]),
+    (names::POOL_ZOMBIE_PAGES_TOTAL, &[]),
+    (names::POOL_REJECTED_TOTAL, &["rejected_early"]),
+    (
+        names::POOL_REQUESTS_TOTAL,
+        &["zone_failure_ratio_peak", "zone_failure_ratio_mean"],
+    ),
+    (
+        names::POOL_OK_TOTAL,
+        &["zone_failure_ratio_peak", "zone_failure_ratio_mean"],
+    ),
+    (names::POOL_ZOMBIE_WORK_TOTAL, &["zone_zombie_work"]),
+];
+
+/// The series of [`READ`] that `scrape` lacks, each with the figures it blanks.
+pub fn missing(scrape: &Scrape) -> Vec<(&'static str, &'static [&'static str])> {
+    READ.iter()
+        .filter(|(m, _)| !scrape.has(m.name))
+        .map(|(m, feeds)| (m.name, *feeds))
+        .collect()
+}
 
 /// One scrape: `(name, labels) -> value`.
 #[derive(Debug, Clone, Default)]
@@ -67,6 +117,11 @@ fn parse_labels(s: &str) -> BTreeMap<String, String> {
 }
 
 impl Scrape {
+    /// Whether any sample of `name` was read.
+    pub fn has(&self, name: &str) -> bool {
+        self.samples.iter().any(|(n, _, _)| n == name)
+    }
+
     /// Sum of a metric over samples whose labels include `filter`.
     pub fn sum(&self, name: &str, filter: &[(&str, &str)]) -> f64 {
         self.samples
@@ -85,7 +140,7 @@ impl Scrape {
         let mut z: Vec<String> = self
             .samples
             .iter()
-            .filter(|(n, _, _)| n == "sut_pool_slots")
+            .filter(|(n, _, _)| n == names::POOL_SLOTS.name)
             .filter_map(|(_, l, _)| l.get("zone").cloned())
             .collect();
         z.sort();
@@ -109,46 +164,46 @@ fn delta(now: &Scrape, prev: &Scrape, name: &str, filter: &[(&str, &str)]) -> u6
 
 /// Fills the system-side fields of a second from two consecutive scrapes.
 pub fn fill_second(s: &mut Second, now: &Scrape, prev: &Scrape) {
-    s.slots_total = now.sum("sut_pool_slots", &[]);
-    s.slots_busy = now.sum("sut_pool_slots_busy", &[]);
-    s.slots_held_by_waiters = now.sum("sut_pool_waiters_holding_slot", &[]);
-    s.queue_depth = now.sum("sut_pool_queue_depth", &[]);
-    s.gpu_queue_pages = now.sum("sut_gpu_queued_pages", &[]);
-    s.gateway_attempts = delta(now, prev, "sut_gateway_attempts_total", &[]);
-    s.admitted = delta(now, prev, "sut_pool_admitted_total", &[]);
-    s.cache_writes_acked = delta(now, prev, "sut_cache_writes_acked_total", &[]);
-    s.cache_writes_lost = delta(now, prev, "sut_cache_writes_lost_total", &[]);
-    s.cache_write_errors = delta(now, prev, "sut_cache_write_errors_total", &[]);
-    s.pages_computed = delta(now, prev, "sut_gpu_pages_computed_total", &[]);
-    s.pages_recomputed = delta(now, prev, "sut_gpu_pages_recomputed_total", &[]);
-    s.orphan_pages = delta(now, prev, "sut_gpu_orphan_pages_total", &[]);
-    s.zombie_pages = delta(now, prev, "sut_pool_zombie_pages_total", &[]);
+    s.slots_total = now.sum(names::POOL_SLOTS.name, &[]);
+    s.slots_busy = now.sum(names::POOL_SLOTS_BUSY.name, &[]);
+    s.slots_held_by_waiters = now.sum(names::POOL_WAITERS_HOLDING_SLOT.name, &[]);
+    s.queue_depth = now.sum(names::POOL_QUEUE_DEPTH.name, &[]);
+    s.gpu_queue_pages = now.sum(names::GPU_QUEUED_PAGES.name, &[]);
+    s.gateway_attempts = delta(now, prev, names::GATEWAY_ATTEMPTS_TOTAL.name, &[]);
+    s.admitted = delta(now, prev, names::POOL_ADMITTED_TOTAL.name, &[]);
+    s.cache_writes_acked = delta(now, prev, names::CACHE_WRITES_ACKED_TOTAL.name, &[]);
+    s.cache_writes_lost = delta(now, prev, names::CACHE_WRITES_LOST_TOTAL.name, &[]);
+    s.cache_write_errors = delta(now, prev, names::CACHE_WRITE_ERRORS_TOTAL.name, &[]);
+    s.pages_computed = delta(now, prev, names::GPU_PAGES_COMPUTED_TOTAL.name, &[]);
+    s.pages_recomputed = delta(now, prev, names::GPU_PAGES_RECOMPUTED_TOTAL.name, &[]);
+    s.orphan_pages = delta(now, prev, names::GPU_ORPHAN_PAGES_TOTAL.name, &[]);
+    s.zombie_pages = delta(now, prev, names::POOL_ZOMBIE_PAGES_TOTAL.name, &[]);
     s.rejected_early = delta(
         now,
         prev,
-        "sut_pool_rejected_total",
-        &[("reason", "duplicate_in_progress")],
+        names::POOL_REJECTED_TOTAL.name,
+        &[("reason", RejectReason::DuplicateInProgress.as_str())],
     ) + delta(
         now,
         prev,
-        "sut_pool_rejected_total",
-        &[("reason", "recently_failed")],
+        names::POOL_REJECTED_TOTAL.name,
+        &[("reason", RejectReason::RecentlyFailed.as_str())],
     );
     let zones = now.zones();
     if zones.len() > 1 {
         for z in zones {
             let f: &[(&str, &str)] = &[("zone", &z)];
-            let requests = delta(now, prev, "sut_pool_requests_total", f);
-            let ok = delta(now, prev, "sut_pool_ok_total", f);
+            let requests = delta(now, prev, names::POOL_REQUESTS_TOTAL.name, f);
+            let ok = delta(now, prev, names::POOL_OK_TOTAL.name, f);
             s.zones.insert(
                 z.clone(),
                 ZoneSecond {
                     requests,
                     failures: requests.saturating_sub(ok),
-                    slots_busy: now.sum("sut_pool_slots_busy", f),
-                    queue_depth: now.sum("sut_pool_queue_depth", f)
-                        + now.sum("sut_gpu_queued_pages", f),
-                    zombie_work: delta(now, prev, "sut_pool_zombie_work_total", f),
+                    slots_busy: now.sum(names::POOL_SLOTS_BUSY.name, f),
+                    queue_depth: now.sum(names::POOL_QUEUE_DEPTH.name, f)
+                        + now.sum(names::GPU_QUEUED_PAGES.name, f),
+                    zombie_work: delta(now, prev, names::POOL_ZOMBIE_WORK_TOTAL.name, f),
                 },
             );
         }
@@ -159,21 +214,21 @@ pub fn fill_second(s: &mut Second, now: &Scrape, prev: &Scrape) {
 pub fn totals(now: &Scrape) -> BTreeMap<String, f64> {
     let mut t = BTreeMap::new();
     for name in [
-        "sut_gateway_requests_total",
-        "sut_gateway_attempts_total",
-        "sut_distinct_documents_total",
-        "sut_cache_writes_acked_total",
-        "sut_cache_writes_stored_total",
-        "sut_cache_writes_lost_total",
-        "sut_cache_write_errors_total",
-        "sut_cache_hits_total",
-        "sut_cache_misses_total",
-        "sut_gpu_pages_computed_total",
-        "sut_gpu_pages_recomputed_total",
-        "sut_gpu_orphan_pages_total",
-        "sut_pool_zombie_work_total",
-        "sut_pool_documents_computed_total",
-        "sut_pool_admitted_total",
+        names::GATEWAY_REQUESTS_TOTAL.name,
+        names::GATEWAY_ATTEMPTS_TOTAL.name,
+        names::DISTINCT_DOCUMENTS_TOTAL.name,
+        names::CACHE_WRITES_ACKED_TOTAL.name,
+        names::CACHE_WRITES_STORED_TOTAL.name,
+        names::CACHE_WRITES_LOST_TOTAL.name,
+        names::CACHE_WRITE_ERRORS_TOTAL.name,
+        names::CACHE_HITS_TOTAL.name,
+        names::CACHE_MISSES_TOTAL.name,
+        names::GPU_PAGES_COMPUTED_TOTAL.name,
+        names::GPU_PAGES_RECOMPUTED_TOTAL.name,
+        names::GPU_ORPHAN_PAGES_TOTAL.name,
+        names::POOL_ZOMBIE_WORK_TOTAL.name,
+        names::POOL_DOCUMENTS_COMPUTED_TOTAL.name,
+        names::POOL_ADMITTED_TOTAL.name,
     ] {
         t.insert(name.to_string(), now.sum(name, &[]));
     }

@@ -128,6 +128,12 @@ pub enum AdminError {
     UnknownZone(String),
     #[error("invalid value: {0}")]
     Invalid(String),
+    /// One field of the command has an impossible value.
+    #[error("invalid value: {field} {why}")]
+    Field {
+        field: &'static str,
+        why: &'static str,
+    },
     #[error("cache: {0}")]
     Cache(String),
     /// A pool process did not take a forwarded command (split roles).
@@ -136,6 +142,58 @@ pub enum AdminError {
 }
 
 impl AdminCommand {
+    /// The one check of a command's values, made by the experiment validator
+    /// (with the entry's file:line:column) before anything runs and by
+    /// [`crate::System::apply`] when a command arrives: `Err` says which
+    /// field is impossible and why. Zones are checked against the system by
+    /// the caller, who knows them.
+    pub fn validate(&self) -> Result<(), AdminError> {
+        let bad = |field: &'static str, why: &'static str| Err(AdminError::Field { field, why });
+        match self {
+            AdminCommand::CacheFill { entries } if *entries == 0 => bad("entries", "must be >= 1"),
+            AdminCommand::CacheFill { entries } if *entries > 100_000_000 => bad(
+                "entries",
+                "must be at most 100000000 (the filler is held in memory)",
+            ),
+            AdminCommand::SetSlots { slots, .. } if *slots == 0 => bad("slots", "must be >= 1"),
+            AdminCommand::SetSlots { slots, .. } if *slots > 1_000_000 => {
+                bad("slots", "must be at most 1000000")
+            }
+            AdminCommand::SetGpuLanes { lanes, .. } if *lanes == 0 => bad("lanes", "must be >= 1"),
+            AdminCommand::SetGpuLanes { lanes, .. } if *lanes > 65_536 => {
+                bad("lanes", "must be at most 65536")
+            }
+            AdminCommand::SetGpuSpeed { factor, .. } if !(*factor > 0.0 && factor.is_finite()) => {
+                bad("factor", "must be a finite number > 0 (0.5 = half speed)")
+            }
+            AdminCommand::SetGpuSpeed { factor, .. } if *factor > 1000.0 => {
+                bad("factor", "must be at most 1000")
+            }
+            AdminCommand::SetGatewayAttempts { attempts } if *attempts == 0 => {
+                bad("attempts", "must be >= 1 (1 = no internal retries)")
+            }
+            AdminCommand::SetGatewayAttempts { attempts } if *attempts > 100 => {
+                bad("attempts", "must be at most 100")
+            }
+            AdminCommand::ZoneFail { ratio, .. } if !(0.0..=1.0).contains(ratio) => {
+                bad("ratio", "must be in [0, 1]")
+            }
+            AdminCommand::Throttle {
+                per_sec: Some(r), ..
+            } if !(*r > 0.0 && r.is_finite()) => bad("per_sec", "must be a finite number > 0"),
+            _ => Ok(()),
+        }
+    }
+
+    /// The command's name as written (`set_gpu_lanes`), for messages.
+    pub fn name(&self) -> String {
+        match serde_json::to_value(self) {
+            Ok(serde_json::Value::String(s)) => s,
+            Ok(serde_json::Value::Object(m)) => m.keys().next().cloned().unwrap_or_default(),
+            _ => String::new(),
+        }
+    }
+
     /// The same command aimed at one zone, for forwarding it to that zone's
     /// pool process (commands without a zone are returned unchanged).
     pub fn for_zone(&self, name: &str) -> AdminCommand {

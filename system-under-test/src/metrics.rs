@@ -169,6 +169,11 @@ impl Exposition {
         self.family(name, kind, help).push_str(&line);
     }
 
+    /// Adds one sample of a contract series (see [`crate::metric_names`]).
+    pub fn put(&mut self, m: &crate::metric_names::Metric, labels: &[(&str, &str)], value: f64) {
+        self.sample(m.name, m.kind.as_str(), m.help, labels, value);
+    }
+
     /// Merges another process's exposition (a remote pool's) into this one:
     /// families named by `keep` only, and samples without a `zone` label get
     /// `label` so that two processes' process-wide series stay apart.

@@ -205,6 +205,9 @@ pub fn metric_value_explained(
     if m.window.is_some() && !WINDOWED_METRICS.contains(&name) {
         return Err(format!("`{name}` does not accept a time window"));
     }
+    if let Some(why) = v.unmeasured.get(name) {
+        return Err(format!("not measured: {why}"));
+    }
     let seconds = window_seconds(&v.seconds, m.window)?;
     let value = if let Some(zone) = &m.zone {
         zone_metric_value(&v.seconds, &seconds, name, zone)?

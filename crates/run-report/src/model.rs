@@ -168,6 +168,10 @@ pub struct VariantRun {
     /// Totals of the system's own counters at the end (metric name -> value).
     #[serde(default)]
     pub system_totals: BTreeMap<String, f64>,
+    /// Report metrics that could not be measured (the target lacks a series
+    /// they need) -> why; they read "n/a", never 0.
+    #[serde(default)]
+    pub unmeasured: BTreeMap<String, String>,
 }
 
 /// One trigger as it ran. A trigger is over when its fault is undone *and*

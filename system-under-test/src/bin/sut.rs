@@ -38,8 +38,15 @@ struct Args {
     admin_from_any_peer: bool,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    // Before the runtime's threads: the Vulkan loader's spurious "error:" line otherwise.
+    gpu_executor::ensure_runtime_dir();
+    tokio::runtime::Runtime::new()
+        .context("starting the tokio runtime")?
+        .block_on(serve())
+}
+
+async fn serve() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),

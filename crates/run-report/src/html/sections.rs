@@ -72,6 +72,21 @@ pub fn banners(h: &mut String, run: &RunData, analysis: &Analysis) {
             escape(v.interrupted_reason.as_deref().unwrap_or("not recorded"))
         );
     }
+    for v in run.variants.iter().filter(|v| !v.unmeasured.is_empty()) {
+        let _ = writeln!(
+            h,
+            "<div class=\"banner\" id=\"unmeasured\">NOT MEASURED in {}: the target does not export every \
+             series the report reads, so these figures read n/a.<small>{}</small></div>",
+            escape(&v.name),
+            escape(
+                &v.unmeasured
+                    .iter()
+                    .map(|(m, why)| format!("{m}: {why}"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
+        );
+    }
     for a in analysis.variants.iter().filter(|a| !a.integrity_ok) {
         let _ = writeln!(
             h,

@@ -152,6 +152,22 @@ fn windows_select_seconds() {
 }
 
 #[test]
+fn metrics_a_target_cannot_feed_read_not_measured() {
+    let mut v = variant();
+    v.unmeasured.insert(
+        "cache_writes_lost".into(),
+        "the target does not export sut_cache_writes_lost_total".into(),
+    );
+    let e = value(&v, "cache_writes_lost[0s..21s]").unwrap_err();
+    assert!(
+        e.contains("not measured") && e.contains("sut_cache_writes_lost_total"),
+        "{e}"
+    );
+    let a = analyse_variant(&v, &AnalysisConfig::default());
+    assert!(!a.metrics.contains_key("cache_writes_lost"), "n/a, never 0");
+}
+
+#[test]
 fn undefined_values_say_why() {
     let v = variant();
     assert!(value(&v, "failure_ratio_mean[100s..200s]")
