@@ -178,7 +178,7 @@ tr.ok td:first-child { border-left: 6px solid #2a2; }
 tr.fail td:first-child { border-left: 6px solid #c22; }
 .bad { color: #c22; }
 .status { padding: .5em 1em; color: white; font-weight: bold; display: inline-block; }
-.green { background: #2a2; } .red { background: #c22; }
+.green { background: #2a2; } .red { background: #c22; } .grey { background: #888; }
 h2 .status { font-size: .6em; vertical-align: middle; padding: .2em .6em; }
 """
 
@@ -194,14 +194,20 @@ def render(top, groups):
                f"{len(all_runs) - n_ok - n_err} failed an expectation, {n_err} errored, "
                f"timed out or were interrupted; expectations {n_exp_ok} passed, "
                f"{len(exps) - n_exp_ok} failed.")
-    if not all_runs:
+    # Nothing recorded at all (a fresh clone) is not a failure; a nightly
+    # folder without any finished run is (its build or setup failed).
+    empty = not groups
+    if empty:
+        summary = "No runs yet: run an experiment, or ci/nightly.sh, and this index lists them."
+    elif not all_runs:
         summary = "No run finished: the build or setup failed first (see nightly.log)."
+    status = ("grey", "no runs yet") if empty else (
+        ("green", "ALL PASSED") if green else ("red", "NO RUNS" if not all_runs else "FAILED"))
     parts = [
         "<!DOCTYPE html><html><head><meta charset=\"utf-8\">",
         "<title>Nightly chaos runs</title>", f"<style>{STYLE}</style></head><body>",
         "<h1>Nightly chaos runs</h1>",
-        f'<p><span class="status {"green" if green else "red"}">'
-        f'{"ALL PASSED" if green else ("NO RUNS" if not all_runs else "FAILED")}</span></p>',
+        f'<p><span class="status {status[0]}">{status[1]}</span></p>',
         f"<p>{html.escape(summary)}</p>",
         f"<p>{environment_line(all_runs)}</p>",
     ]
@@ -218,7 +224,7 @@ def render(top, groups):
         parts += [row(top, r) for r in runs]
         parts.append("</table>")
     parts.append("</body></html>\n")
-    return "\n".join(parts), green
+    return "\n".join(parts), green, empty
 
 
 def main(argv):
@@ -228,12 +234,13 @@ def main(argv):
     top = Path(argv[1])
     top.mkdir(parents=True, exist_ok=True)
     groups = collect(top)
-    page, green = render(top, groups)
+    page, green, empty = render(top, groups)
     tmp = top / "index.html.tmp"
     tmp.write_text(page)
     tmp.replace(top / "index.html")  # never leave a half-written index
     n = sum(len(runs) for _, runs in groups)
-    print(f"nightly_index: {top / 'index.html'}: {n} runs, {'all passed' if green else 'FAILED'}")
+    verdict = "no runs yet" if empty else ("all passed" if green else "FAILED")
+    print(f"nightly_index: {top / 'index.html'}: {n} runs, {verdict}")
     return 0
 
 

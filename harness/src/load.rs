@@ -93,12 +93,14 @@ pub async fn drive(plan: LoadPlan) -> anyhow::Result<LoadOutcome> {
     config.no_print_metrics = true;
     config.no_error_summary = true;
     config.no_telnet = true;
+    let quiet = crate::stdout_to_log::StdoutToLog::begin();
     let metrics = GooseAttack::initialize_with_config(config)
         .map_err(|e| anyhow::anyhow!("goose: {e:?}"))?
         .register_scenario(scenario!("Documents").register_transaction(transaction))
         .execute()
         .await
         .map_err(|e| anyhow::anyhow!("goose: {e:?}"))?;
+    drop(quiet);
     let mut out = LoadOutcome {
         journeys: journeys.load(Ordering::Relaxed),
         ..Default::default()

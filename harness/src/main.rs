@@ -48,17 +48,18 @@ struct RunArgs {
     json: bool,
     /// Run in this environment instead of the file's: embedded or containers
     /// (containers needs the images of `ci/images.sh`).
-    #[arg(long)]
-    environment: Option<String>,
+    #[arg(long, value_enum)]
+    environment: Option<experiment::EnvironmentKind>,
 }
 
 #[derive(Subcommand)]
 enum Command {
-    /// Parse and validate an experiment file; run nothing.
+    /// Parse and validate an experiment file, its full form and its quick
+    /// form (when it has one); run nothing.
     Validate {
         experiment: PathBuf,
-        /// Validate the quick form too.
-        #[arg(long)]
+        /// Accepted for compatibility: both forms are always validated.
+        #[arg(long, hide = true)]
         quick: bool,
     },
     /// Which defect caused it? Runs before-fix with one fix at a time and
@@ -99,6 +100,10 @@ enum Command {
     Report {
         /// A report directory, e.g. reports/retry-storm/latest.
         dir: PathBuf,
+        /// Judge against this experiment file's current expectations,
+        /// analysis settings and incident figures instead of the recorded ones.
+        #[arg(long, value_name = "FILE")]
+        with: Option<PathBuf>,
         #[arg(long)]
         quiet: bool,
     },
@@ -112,6 +117,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Before any thread: the Vulkan loader's spurious "error:" line otherwise.
+    gpu_executor::ensure_runtime_dir();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -121,7 +128,7 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     match cli.command {
-        Some(Command::Validate { experiment, quick }) => validate(&experiment, quick),
+        Some(Command::Validate { experiment, .. }) => validate(&experiment),
         Some(Command::Ablate {
             experiment,
             quick,
@@ -142,7 +149,7 @@ fn main() -> ExitCode {
             seed,
         ),
         Some(Command::Bench { quick, only }) => harness::bench::cli(quick, only),
-        Some(Command::Report { dir, quiet }) => report(&dir, quiet),
+        Some(Command::Report { dir, with, quiet }) => report(&dir, with.as_deref(), quiet),
         Some(Command::Sweep(args)) => harness::sweep::cli(args),
         Some(Command::Threshold(args)) => harness::threshold::cli(args),
         None => match cli.run.experiment.clone() {
@@ -155,29 +162,27 @@ fn main() -> ExitCode {
     }
 }
 
-fn validate(path: &std::path::Path, quick: bool) -> ExitCode {
-    let mut forms = vec![false];
-    if quick {
-        forms.push(true);
-    }
-    for q in forms {
-        match experiment::load(path, q) {
-            Ok(e) => println!(
-                "{}: ok{} — {} variant(s), {} timeline entries, {} expectations, {} per variant",
-                path.display(),
-                if q { " (quick)" } else { "" },
-                e.variants.len(),
-                e.timeline.len(),
-                e.expectations.len(),
-                humantime::format_duration(e.duration)
-            ),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
+fn validate(path: &std::path::Path) -> ExitCode {
+    match experiment::load_forms(path) {
+        Ok((full, quick)) => {
+            for e in std::iter::once(&full).chain(quick.as_ref()) {
+                println!(
+                    "{}: ok{} — {} variant(s), {} timeline entries, {} expectations, {} per variant",
+                    path.display(),
+                    if e.quick { " (quick form)" } else { "" },
+                    e.variants.len(),
+                    e.timeline.len(),
+                    e.expectations.len(),
+                    humantime::format_duration(e.duration)
+                );
             }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
         }
     }
-    ExitCode::SUCCESS
 }
 
 /// Loads and validates an experiment (exit code 2 with the located error
@@ -203,7 +208,7 @@ fn run(path: PathBuf, args: RunArgs) -> ExitCode {
         Err(code) => return code,
     };
     if let Some(env) = &args.environment {
-        if let Err(e) = exp.set_environment(env) {
+        if let Err(e) = exp.set_environment(*env) {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
@@ -249,14 +254,27 @@ fn run(path: PathBuf, args: RunArgs) -> ExitCode {
     }
 }
 
-fn report(dir: &std::path::Path, quiet: bool) -> ExitCode {
-    let run = match run_report::read_run(dir) {
+fn report(dir: &std::path::Path, with: Option<&std::path::Path>, quiet: bool) -> ExitCode {
+    let mut run = match run_report::read_run(dir) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e} (a report directory written by this harness holds run.json)");
             return ExitCode::from(2);
         }
     };
+    if let Some(file) = with {
+        let exp = match load(file, run.quick, None) {
+            Ok(e) => e,
+            Err(code) => return code,
+        };
+        run.expectations = exp
+            .expectations
+            .into_iter()
+            .filter(|e| run.variants.iter().any(|v| v.name == e.variant))
+            .collect();
+        run.analysis = exp.analysis;
+        run.incident_figures = exp.incident;
+    }
     let analysis = run_report::analyse(&run);
     let files = match run_report::write_report(dir, &run, &analysis) {
         Ok(f) => f,

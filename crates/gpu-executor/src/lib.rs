@@ -12,6 +12,7 @@ pub mod cpu;
 pub mod error;
 pub mod executor;
 pub mod page;
+mod runtime_dir;
 pub mod scheduler;
 pub mod select;
 pub mod wgpu_exec;
@@ -21,6 +22,7 @@ pub use cpu::CpuExecutor;
 pub use error::ExecError;
 pub use executor::{ExecutorChoice, ExecutorInfo, ExecutorKind, PageExecutor};
 pub use page::{document_digest, reference_document, reference_page, PageSpec};
+pub use runtime_dir::ensure_runtime_dir;
 pub use scheduler::{
     DocumentWork, GpuScheduler, JobHandle, PageResult, QueueFull, QueueFullAfter, SchedulerConfig,
     SchedulerStats, SchedulingPolicy,

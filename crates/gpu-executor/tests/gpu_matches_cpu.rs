@@ -6,29 +6,12 @@
 
 use gpu_executor::{reference_page, ExecError, PageExecutor, PageSpec, WgpuExecutor};
 
-/// Mesa's loader complains on stderr without XDG_RUNTIME_DIR; give it a private
-/// 0700 directory (one per user, reused across runs). Runs once, before any
-/// test thread touches wgpu (every test starts with `gpu_or_skip`), so setting
-/// the variable cannot race a reader.
+/// Mesa's loader complains on stderr without XDG_RUNTIME_DIR. Runs once,
+/// before any test thread touches wgpu (every test starts with
+/// `gpu_or_skip`), so setting the variable cannot race a reader.
 fn quiet_loader() {
     static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-        if std::env::var_os("XDG_RUNTIME_DIR").is_some() {
-            return;
-        }
-        let Ok(uid) = std::fs::metadata("/proc/self").map(|m| m.uid()) else {
-            return;
-        };
-        let dir = std::env::temp_dir().join(format!("gpu-executor-xdg-{uid}"));
-        let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
-        // Only use it if it really is ours and private (not planted by someone else).
-        let ok = std::fs::symlink_metadata(&dir)
-            .is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o777 == 0o700);
-        if ok {
-            std::env::set_var("XDG_RUNTIME_DIR", &dir);
-        }
-    });
+    ONCE.call_once(gpu_executor::ensure_runtime_dir);
 }
 
 fn gpu_or_skip() -> Option<WgpuExecutor> {

@@ -11,7 +11,7 @@ pub mod raw;
 mod validate;
 
 pub use raw::PageDistribution;
-pub use validate::{load, parse, ExperimentError};
+pub use validate::{load, load_forms, parse, parse_forms, ExperimentError};
 
 use gpu_executor::ExecutorChoice;
 use retry_policy::RetryConfig;
@@ -56,13 +56,37 @@ pub enum Environment {
     },
 }
 
+/// The kinds of environment, as written in a file (`environment:`) and on
+/// the command line (`--environment`): parsed in one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum EnvironmentKind {
+    /// The system under test in this process, on loopback.
+    Embedded,
+    /// The system under test as containers (gateway, one pool per zone, Redis).
+    Containers,
+    /// A service you started (`target:`); faults only through its admin API.
+    External,
+}
+
+impl EnvironmentKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EnvironmentKind::Embedded => "embedded",
+            EnvironmentKind::Containers => "containers",
+            EnvironmentKind::External => "external",
+        }
+    }
+}
+
 impl Environment {
     pub fn kind(&self) -> &'static str {
         match self {
-            Environment::Embedded => "embedded",
-            Environment::External { .. } => "external",
-            Environment::Containers { .. } => "containers",
+            Environment::Embedded => EnvironmentKind::Embedded,
+            Environment::External { .. } => EnvironmentKind::External,
+            Environment::Containers { .. } => EnvironmentKind::Containers,
         }
+        .as_str()
     }
 }
 
@@ -209,7 +233,7 @@ impl Experiment {
     /// `--environment`: runs an embedded experiment as containers or the
     /// other way round (same system configuration, same timeline). An
     /// external experiment names its target and cannot be switched.
-    pub fn set_environment(&mut self, kind: &str) -> Result<(), String> {
+    pub fn set_environment(&mut self, kind: EnvironmentKind) -> Result<(), String> {
         if let Environment::External { .. } = self.environment {
             return Err(format!(
                 "{} drives an external target; --environment cannot change that",
@@ -217,19 +241,14 @@ impl Experiment {
             ));
         }
         self.environment = match kind {
-            "embedded" => Environment::Embedded,
-            "containers" => Environment::Containers {
+            EnvironmentKind::Embedded => Environment::Embedded,
+            EnvironmentKind::Containers => Environment::Containers {
                 images: self.container_images.clone(),
             },
-            "external" => {
+            EnvironmentKind::External => {
                 return Err(
                     "--environment external needs a target: set `environment: external` and `target:` in the file".into(),
                 )
-            }
-            other => {
-                return Err(format!(
-                    "unknown environment {other:?}; expected embedded or containers"
-                ))
             }
         };
         Ok(())

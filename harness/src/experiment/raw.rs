@@ -23,7 +23,7 @@ pub struct RawExperiment {
     #[serde(default)]
     pub quick: Option<RawQuick>,
     #[serde(default)]
-    pub environment: Option<Spanned<String>>,
+    pub environment: Option<Spanned<super::EnvironmentKind>>,
     #[serde(default)]
     pub target: Option<RawTarget>,
     #[serde(default)]
@@ -37,7 +37,7 @@ pub struct RawExperiment {
     pub timeline: Vec<Spanned<RawTimelineEntry>>,
     pub variants: IndexMap<String, Spanned<RawVariant>>,
     #[serde(default)]
-    pub expect: IndexMap<String, IndexMap<String, Spanned<ExpectValue>>>,
+    pub expect: RawExpect,
     #[serde(default)]
     pub incident: Vec<Spanned<RawIncidentFigure>>,
 }
@@ -54,7 +54,7 @@ pub struct RawQuick {
     #[serde(default)]
     pub timeline: Option<Vec<Spanned<RawTimelineEntry>>>,
     #[serde(default)]
-    pub expect: Option<IndexMap<String, IndexMap<String, Spanned<ExpectValue>>>>,
+    pub expect: Option<RawExpect>,
     #[serde(default)]
     pub analysis: Option<RawAnalysis>,
 }
@@ -227,3 +227,6 @@ pub struct RawIncidentFigure {
     pub value: f64,
     pub label: String,
 }
+
+/// `expect:` as written: variant -> metric (with window/zone) -> comparison.
+pub type RawExpect = IndexMap<String, IndexMap<String, Spanned<ExpectValue>>>;

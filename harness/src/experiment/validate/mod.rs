@@ -1,0 +1,181 @@
+//! From the raw file to a checked `Experiment`, with located errors.
+//!
+//! [`parse`] runs one function per section, in the order a reader meets
+//! them, each returning the first located error of its section:
+//! [`sections`] (name, form, environment, analysis, workload, variants,
+//! incident figures), [`timeline`] (every entry, the baseline before the
+//! first trigger) and [`expect`] (metrics, windows, zones, verdicts).
+
+mod expect;
+mod sections;
+mod timeline;
+
+use super::raw::*;
+use super::*;
+use serde_saphyr::Location;
+use std::path::Path;
+
+/// A bad experiment file: where, which field, what is wrong.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{file}:{line}:{column}: {field}: {message}")]
+pub struct ExperimentError {
+    pub file: String,
+    pub line: u64,
+    pub column: u64,
+    pub field: String,
+    pub message: String,
+}
+
+pub(super) struct Ctx<'a> {
+    file: &'a str,
+}
+
+impl Ctx<'_> {
+    pub(super) fn err(
+        &self,
+        at: &Location,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) -> ExperimentError {
+        ExperimentError {
+            file: self.file.to_string(),
+            line: at.line(),
+            column: at.column(),
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    pub(super) fn duration(
+        &self,
+        at: &Location,
+        field: &str,
+        text: &str,
+    ) -> Result<Duration, ExperimentError> {
+        humantime::parse_duration(text.trim()).map_err(|e| {
+            self.err(
+                at,
+                field,
+                format!("{text:?} is not a duration ({e}); write e.g. 30s, 500ms, 2m"),
+            )
+        })
+    }
+}
+
+/// Reads and validates an experiment file.
+pub fn load(path: &Path, quick: bool) -> Result<Experiment, ExperimentError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ExperimentError {
+        file: file.clone(),
+        line: 0,
+        column: 0,
+        field: "(file)".into(),
+        message: format!("cannot read: {e}"),
+    })?;
+    parse(&text, &file, quick)
+}
+
+/// Reads a file and validates every form it has: the full one, and the
+/// quick one (`--quick`, what CI runs) when the file has a `quick:`
+/// section. An error in the quick form says so.
+pub fn load_forms(path: &Path) -> Result<(Experiment, Option<Experiment>), ExperimentError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ExperimentError {
+        file: file.clone(),
+        line: 0,
+        column: 0,
+        field: "(file)".into(),
+        message: format!("cannot read: {e}"),
+    })?;
+    parse_forms(&text, &file)
+}
+
+/// [`load_forms`] on text.
+pub fn parse_forms(
+    text: &str,
+    file: &str,
+) -> Result<(Experiment, Option<Experiment>), ExperimentError> {
+    let full = parse(text, file, false)?;
+    let has_quick = serde_saphyr::from_str::<serde_json::Value>(text)
+        .ok()
+        .is_some_and(|t| t.get("quick").is_some());
+    if !has_quick {
+        return Ok((full, None));
+    }
+    let quick = parse(text, file, true).map_err(|mut e| {
+        e.message = format!("in the quick form (what --quick and CI run): {}", e.message);
+        e
+    })?;
+    Ok((full, Some(quick)))
+}
+
+/// Validates an experiment given as text; `file` names it in errors.
+pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, ExperimentError> {
+    let cx = Ctx { file };
+    let raw: RawExperiment = serde_saphyr::from_str(text).map_err(|e| {
+        let (line, column) = e
+            .location()
+            .map(|l| (l.line(), l.column()))
+            .unwrap_or((0, 0));
+        ExperimentError {
+            file: file.to_string(),
+            line,
+            column,
+            field: field_of(&e.to_string()),
+            message: e.to_string(),
+        }
+    })?;
+    // The untyped tree, for merging variant overrides key by key.
+    let tree: serde_json::Value = serde_saphyr::from_str(text).map_err(|e| ExperimentError {
+        file: file.to_string(),
+        line: 0,
+        column: 0,
+        field: "(file)".into(),
+        message: e.to_string(),
+    })?;
+    let name = sections::name(&cx, &raw)?;
+    let form = sections::form(&cx, &raw, quick)?;
+    let environment = sections::environment(&cx, &raw)?;
+    let analysis = sections::analysis_config(&cx, &form.analysis)?;
+    let workload = sections::workload(&cx, &raw.workload, form.duration)?;
+    let variants = sections::variants(&cx, &raw, &tree, &environment)?;
+    let timeline = timeline::timeline(
+        &cx,
+        &form.timeline,
+        form.duration,
+        &variants,
+        &environment,
+        &analysis,
+    )?;
+    let expectations = expect::expectations(&cx, &raw, &form.expect, &variants)?;
+    let incident = sections::incident(&cx, &raw, &variants)?;
+    Ok(Experiment {
+        name,
+        description: raw.description.trim().to_string(),
+        seed: raw.seed,
+        duration: form.duration,
+        quick,
+        environment,
+        analysis,
+        workload,
+        timeline,
+        variants,
+        expectations,
+        incident,
+        source: text.to_string(),
+        container_images: sections::container_images(&raw),
+    })
+}
+
+/// Best effort: the field a serde message talks about (`unknown field `x``).
+fn field_of(msg: &str) -> String {
+    for marker in ["unknown field `", "missing field `", "unknown variant `"] {
+        if let Some(i) = msg.find(marker) {
+            let rest = &msg[i + marker.len()..];
+            if let Some(j) = rest.find('`') {
+                return rest[..j].to_string();
+            }
+        }
+    }
+    "(syntax)".into()
+}

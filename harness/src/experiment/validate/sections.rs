@@ -1,0 +1,465 @@
+//! The sections of an experiment file other than the timeline and the
+//! expectations, one function each: name, the form to run (full or quick),
+//! environment, analysis thresholds, workload, variants (overrides merged
+//! onto the base system and validated again) and the incident's figures.
+
+use super::super::raw::*;
+use super::super::*;
+use super::{Ctx, ExperimentError};
+use run_report::METRICS;
+use serde_saphyr::{Location, Spanned};
+
+/// The name, which also names the report folder.
+pub(super) fn name(cx: &Ctx, raw: &RawExperiment) -> Result<String, ExperimentError> {
+    let name = raw.name.value.trim().to_string();
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(cx.err(
+            &raw.name.referenced,
+            "name",
+            "must be non-empty ASCII letters, digits, '-' or '_' (it names the report folder)",
+        ));
+    }
+    Ok(name)
+}
+
+/// The parts of the file the chosen form runs: the full form, or `quick:`
+/// with its own duration and, where given, its own timeline, expectations
+/// and analysis.
+pub(super) struct Form {
+    pub duration: Duration,
+    pub timeline: Vec<Spanned<RawTimelineEntry>>,
+    pub expect: RawExpect,
+    pub analysis: RawAnalysis,
+}
+
+pub(super) fn form(cx: &Ctx, raw: &RawExperiment, quick: bool) -> Result<Form, ExperimentError> {
+    let full_duration = cx.duration(&raw.duration.referenced, "duration", &raw.duration.value)?;
+    let (duration, timeline_raw, expect_raw, analysis_raw) = match (&raw.quick, quick) {
+        (Some(q), true) => (
+            cx.duration(&q.duration.referenced, "quick.duration", &q.duration.value)?,
+            q.timeline.clone().unwrap_or_else(|| raw.timeline.clone()),
+            q.expect.clone().unwrap_or_else(|| raw.expect.clone()),
+            q.analysis.clone().unwrap_or_else(|| raw.analysis.clone()),
+        ),
+        (None, true) => {
+            return Err(cx.err(&raw.duration.referenced, "quick", "--quick needs a `quick:` section in the experiment (its duration, and optionally its own timeline and expect)"))
+        }
+        _ => (full_duration, raw.timeline.clone(), raw.expect.clone(), raw.analysis.clone()),
+    };
+    if duration < Duration::from_secs(2) || duration > Duration::from_secs(3600) {
+        return Err(cx.err(
+            &raw.duration.referenced,
+            "duration",
+            "must be between 2s and 1h",
+        ));
+    }
+
+    Ok(Form {
+        duration,
+        timeline: timeline_raw,
+        expect: expect_raw,
+        analysis: analysis_raw,
+    })
+}
+
+/// Where the system under test runs.
+pub(super) fn environment(cx: &Ctx, raw: &RawExperiment) -> Result<Environment, ExperimentError> {
+    Ok(match &raw.environment {
+        None => Environment::Embedded,
+        Some(s) => match s.value {
+            EnvironmentKind::Embedded => Environment::Embedded,
+            EnvironmentKind::External => {
+                let t = raw.target.as_ref().ok_or_else(|| {
+                    cx.err(
+                        &s.referenced,
+                        "target",
+                        "environment external needs `target: { url: ... }`",
+                    )
+                })?;
+                let url = t.url.value.trim_end_matches('/').to_string();
+                let parsed = reqwest::Url::parse(&url)
+                    .map_err(|e| cx.err(&t.url.referenced, "target.url", e.to_string()))?;
+                let host = parsed.host_str().unwrap_or("");
+                let loopback = host == "localhost"
+                    || host
+                        .trim_matches(['[', ']'])
+                        .parse::<std::net::IpAddr>()
+                        .is_ok_and(|ip| ip.is_loopback());
+                if !loopback && !t.allow_remote {
+                    return Err(cx.err(&t.url.referenced, "target.url", "is not a loopback address; load tests send traffic to this machine only unless `allow_remote: true` is set"));
+                }
+                Environment::External {
+                    url,
+                    admin_token: t.admin_token.clone(),
+                }
+            }
+            EnvironmentKind::Containers => Environment::Containers {
+                images: container_images(raw),
+            },
+        },
+    })
+}
+
+/// The images `environment: containers` (or `--environment containers`) runs.
+pub(super) fn container_images(raw: &RawExperiment) -> crate::containers::ContainerImages {
+    let c = raw.containers.as_ref();
+    crate::containers::ContainerImages::resolve(
+        c.and_then(|c| c.sut_image.clone()),
+        c.and_then(|c| c.redis_image.clone()),
+    )
+}
+
+pub(super) fn analysis_config(
+    cx: &Ctx,
+    a: &RawAnalysis,
+) -> Result<AnalysisConfig, ExperimentError> {
+    let mut c = AnalysisConfig::default();
+    let secs =
+        |s: &Option<Spanned<String>>, field: &str, into: &mut u32| -> Result<(), ExperimentError> {
+            if let Some(s) = s {
+                let d = cx.duration(&s.referenced, field, &s.value)?;
+                *into = d.as_secs_f64().round() as u32;
+            }
+            Ok(())
+        };
+    if let Some(t) = &a.wave_threshold {
+        if !(t.value > 0.0 && t.value < 1.0) {
+            return Err(cx.err(
+                &t.referenced,
+                "analysis.wave_threshold",
+                "must be in (0, 1)",
+            ));
+        }
+        c.wave_threshold = t.value;
+    }
+    if let Some(f) = &a.recovery_factor {
+        if !(f.value >= 1.0 && f.value.is_finite()) {
+            return Err(cx.err(&f.referenced, "analysis.recovery_factor", "must be >= 1"));
+        }
+        c.recovery_factor = f.value;
+    }
+    secs(
+        &a.wave_merge_gap,
+        "analysis.wave_merge_gap",
+        &mut c.wave_merge_gap_s,
+    )?;
+    secs(
+        &a.wave_min_duration,
+        "analysis.wave_min_duration",
+        &mut c.wave_min_duration_s,
+    )?;
+    secs(
+        &a.recovery_window,
+        "analysis.recovery_window",
+        &mut c.recovery_window_s,
+    )?;
+    secs(&a.warmup, "analysis.warmup", &mut c.warmup_s)?;
+    secs(
+        &a.min_baseline,
+        "analysis.min_baseline",
+        &mut c.min_baseline_s,
+    )?;
+    if let Some(b) = &a.min_baseline {
+        if c.min_baseline_s == 0 {
+            return Err(cx.err(
+                &b.referenced,
+                "analysis.min_baseline",
+                "must be at least 1s: a verdict needs a baseline to compare with",
+            ));
+        }
+    }
+    if let Some(w) = &a.recovery_window {
+        if c.recovery_window_s == 0 {
+            return Err(cx.err(
+                &w.referenced,
+                "analysis.recovery_window",
+                "must be at least 1s",
+            ));
+        }
+    }
+    Ok(c)
+}
+
+fn rate(
+    cx: &Ctx,
+    at: &Location,
+    field: &str,
+    r: Option<f64>,
+    c: Option<f64>,
+) -> Result<Rate, ExperimentError> {
+    match (r, c) {
+        (Some(r), None) if r > 0.0 && r.is_finite() && r <= 100_000.0 => Ok(Rate::PerSec(r)),
+        (Some(r), None) => Err(cx.err(
+            at,
+            format!("{field}.rate"),
+            format!("{r} is not a usable rate: must be > 0 and <= 100000 documents/s"),
+        )),
+        (None, Some(c)) if c > 0.0 && c.is_finite() && c <= 10.0 => Ok(Rate::Capacity(c)),
+        (None, Some(c)) => Err(cx.err(
+            at,
+            format!("{field}.capacity"),
+            format!("{c} is not a usable share of capacity: must be in (0, 10]"),
+        )),
+        _ => Err(cx.err(
+            at,
+            field,
+            "give exactly one of `rate` (documents/s) or `capacity` (share of calibrated capacity)",
+        )),
+    }
+}
+
+pub(super) fn workload(
+    cx: &Ctx,
+    w: &RawWorkload,
+    duration: Duration,
+) -> Result<Workload, ExperimentError> {
+    let at = &w.arrival.referenced;
+    let arrival = match &w.arrival.value {
+        RawArrival::Constant(r) => Arrival::Constant(rate(
+            cx,
+            at,
+            "workload.arrival.constant",
+            r.rate,
+            r.capacity,
+        )?),
+        RawArrival::Ramp { from, to } => Arrival::Ramp {
+            from: rate(
+                cx,
+                at,
+                "workload.arrival.ramp.from",
+                from.rate,
+                from.capacity,
+            )?,
+            to: rate(cx, at, "workload.arrival.ramp.to", to.rate, to.capacity)?,
+        },
+        RawArrival::Steps(steps) => {
+            if steps.is_empty() {
+                return Err(cx.err(at, "workload.arrival.steps", "needs at least one step"));
+            }
+            let mut out = Vec::new();
+            for (i, s) in steps.iter().enumerate() {
+                let f = format!("workload.arrival.steps[{i}]");
+                let t = cx.duration(at, &format!("{f}.at"), &s.at)?;
+                if t >= duration {
+                    return Err(cx.err(at, format!("{f}.at"), "is after the end of the run"));
+                }
+                out.push((t, rate(cx, at, &f, s.rate, s.capacity)?));
+            }
+            out.sort_by_key(|(t, _)| *t);
+            Arrival::Steps(out)
+        }
+    };
+    let pages = w.documents.pages.value;
+    let pat = &w.documents.pages.referenced;
+    match pages {
+        PageDistribution::Fixed(0) => {
+            return Err(cx.err(pat, "workload.documents.pages.fixed", "must be >= 1"))
+        }
+        PageDistribution::Uniform { min, max } if min == 0 || min > max => {
+            return Err(cx.err(
+                pat,
+                "workload.documents.pages.uniform",
+                "needs 1 <= min <= max",
+            ))
+        }
+        PageDistribution::Lognormal { median, sigma, max }
+            if !(median >= 1.0 && (0.0..5.0).contains(&sigma) && max >= 1) =>
+        {
+            return Err(cx.err(
+                pat,
+                "workload.documents.pages.lognormal",
+                "needs median >= 1, 0 <= sigma < 5, max >= 1",
+            ))
+        }
+        _ => {}
+    }
+    if w.documents.tenants.value == 0 || w.documents.tenants.value > 1000 {
+        return Err(cx.err(
+            &w.documents.tenants.referenced,
+            "workload.documents.tenants",
+            "must be in 1..=1000",
+        ));
+    }
+    let max_in_flight = match &w.max_in_flight {
+        Some(m) if m.value == 0 || m.value > 15_000 => {
+            return Err(cx.err(
+                &m.referenced,
+                "workload.max_in_flight",
+                "must be in 1..=15000 (each in-flight journey may hold a socket)",
+            ))
+        }
+        Some(m) => m.value,
+        None => 5_000,
+    };
+    Ok(Workload {
+        arrival,
+        pages,
+        tenants: w.documents.tenants.value,
+        max_in_flight,
+    })
+}
+
+fn client(cx: &Ctx, c: &RawClient, field: &str) -> Result<ClientBehaviour, ExperimentError> {
+    let timeout = cx.duration(
+        &c.timeout.referenced,
+        &format!("{field}.timeout"),
+        &c.timeout.value,
+    )?;
+    if timeout.is_zero() {
+        return Err(cx.err(
+            &c.timeout.referenced,
+            format!("{field}.timeout"),
+            "must be > 0",
+        ));
+    }
+    c.retry
+        .validate()
+        .map_err(|m| cx.err(&c.timeout.referenced, format!("{field}.retry"), m))?;
+    Ok(ClientBehaviour {
+        retry: c.retry.clone(),
+        timeout,
+    })
+}
+
+/// Every variant: the base system with the variant's overrides merged key by
+/// key, validated again (typed first, so a misspelt key is an error with its
+/// line), and the base client with the variant's changes.
+pub(super) fn variants(
+    cx: &Ctx,
+    raw: &RawExperiment,
+    tree: &serde_json::Value,
+    environment: &Environment,
+) -> Result<Vec<Variant>, ExperimentError> {
+    let base_client = client(cx, &raw.workload.client, "workload.client")?;
+    // Base system: validated on its own first (its errors are the clearest).
+    let sys_loc = raw
+        .variants
+        .first()
+        .map(|(_, v)| v.referenced)
+        .unwrap_or(raw.name.referenced);
+    raw.system
+        .validate()
+        .map_err(|e| cx.err(&sys_loc, format!("system.{}", e.field), e.message))?;
+
+    if raw.variants.is_empty() {
+        return Err(cx.err(
+            &raw.name.referenced,
+            "variants",
+            "at least one variant is required",
+        ));
+    }
+    let base_system_tree = tree.get("system").cloned().unwrap_or(serde_json::json!({}));
+    let mut variants = Vec::new();
+    for (vname, v) in &raw.variants {
+        let at = &v.referenced;
+        if vname.is_empty()
+            || !vname
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(cx.err(
+                at,
+                format!("variants.{vname}"),
+                "variant names are ASCII letters, digits, '-' or '_'",
+            ));
+        }
+        let mut merged = base_system_tree.clone();
+        if let Some(over) = tree.pointer(&format!("/variants/{}/system", escape_pointer(vname))) {
+            merge(&mut merged, over);
+        }
+        let system: SystemConfig = serde_json::from_value(merged)
+            .map_err(|e| cx.err(at, format!("variants.{vname}.system"), e.to_string()))?;
+        system.validate().map_err(|e| {
+            cx.err(
+                at,
+                format!("variants.{vname}.system.{}", e.field),
+                e.message,
+            )
+        })?;
+        let mut client_b = base_client.clone();
+        if let Some(c) = &v.value.client {
+            if let Some(r) = &c.retry {
+                r.validate()
+                    .map_err(|m| cx.err(at, format!("variants.{vname}.client.retry"), m))?;
+                client_b.retry = r.clone();
+            }
+            if let Some(t) = &c.timeout {
+                client_b.timeout =
+                    cx.duration(at, &format!("variants.{vname}.client.timeout"), t)?;
+            }
+        }
+        if let Environment::External { .. } = environment {
+            if v.value.system.is_some() {
+                return Err(cx.err(at, format!("variants.{vname}.system"), "an external target's configuration cannot be changed by the harness; variants of an external experiment may only change `client`"));
+            }
+        }
+        variants.push(Variant {
+            name: vname.clone(),
+            description: v.value.description.clone(),
+            system,
+            client: client_b,
+        });
+    }
+
+    Ok(variants)
+}
+
+fn escape_pointer(s: &str) -> String {
+    s.replace('~', "~0").replace('/', "~1")
+}
+
+/// Deep merge: maps merge key by key, anything else replaces.
+fn merge(base: &mut serde_json::Value, over: &serde_json::Value) {
+    match (base, over) {
+        (serde_json::Value::Object(b), serde_json::Value::Object(o)) => {
+            for (k, v) in o {
+                merge(b.entry(k.clone()).or_insert(serde_json::Value::Null), v);
+            }
+        }
+        (b, o) => *b = o.clone(),
+    }
+}
+
+/// The incident's own figures, for the fidelity panel.
+pub(super) fn incident(
+    cx: &Ctx,
+    raw: &RawExperiment,
+    variants: &[Variant],
+) -> Result<Vec<IncidentFigure>, ExperimentError> {
+    let variant_names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+    let mut incident = Vec::new();
+    for (i, f) in raw.incident.iter().enumerate() {
+        let known = run_report::MetricRef::parse(&f.value.metric)
+            .filter(|m| METRICS.contains(&m.name.as_str()));
+        if known.is_none() {
+            return Err(cx.err(
+                &f.referenced,
+                format!("incident[{i}].metric"),
+                format!(
+                    "{:?} is not a metric: write NAME, NAME{{ZONE}} or NAME[FROMs..TOs] with NAME one of {}",
+                    f.value.metric,
+                    METRICS.join(", ")
+                ),
+            ));
+        }
+        if !variant_names.contains(&f.value.variant.as_str()) {
+            return Err(cx.err(
+                &f.referenced,
+                format!("incident[{i}].variant"),
+                format!("no such variant {:?}", f.value.variant),
+            ));
+        }
+        incident.push(IncidentFigure {
+            metric: f.value.metric.clone(),
+            variant: f.value.variant.clone(),
+            incident_value: f.value.value,
+            label: f.value.label.clone(),
+        });
+    }
+
+    Ok(incident)
+}
