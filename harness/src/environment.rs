@@ -21,7 +21,7 @@ pub struct Target {
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
     /// Our own redis-server, stopped with the target.
-    redis: Option<sut::redis_server::RedisServer>,
+    redis: Option<sut::RedisServer>,
     /// The variant's containers, removed with the target.
     containers: Option<crate::containers::ContainerSet>,
 }
@@ -118,7 +118,7 @@ pub async fn start(
             // A Redis cache without a URL: start our own redis-server for this variant.
             let redis = match &mut config.cache.backend {
                 sut::config::CacheBackend::Redis(r) if r.url.is_none() => {
-                    let server = sut::redis_server::RedisServer::start(r.maxmemory_mb, r.policy)
+                    let server = sut::RedisServer::start(r.maxmemory_mb, r.policy)
                         .map_err(|e| anyhow::anyhow!("variant {}: {e}", v.name))?;
                     r.url = Some(server.url());
                     Some(server)

@@ -16,9 +16,9 @@ use retry_policy::{Decision, Failure, RetryPolicy};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use sut::api::ExtractResponse;
 use sut::config::PageConfig;
-use sut::retry_after::RETRY_AFTER_MS;
+use sut::ExtractResponse;
+use sut::RETRY_AFTER_MS;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 

@@ -129,10 +129,6 @@ impl AdmissionGate {
         self.inner.queued.load(Ordering::Relaxed)
     }
 
-    pub fn queue_capacity(&self) -> u32 {
-        self.inner.queue_cap
-    }
-
     /// Mean time a slot is held, as measured (zero before the first release).
     pub fn mean_hold(&self) -> Duration {
         Duration::from_micros(self.inner.hold_ewma_us.load(Ordering::Relaxed))

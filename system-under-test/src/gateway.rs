@@ -192,12 +192,4 @@ impl Gateway {
     pub fn zone_index(&self, name: &str) -> Option<usize> {
         self.pools.iter().position(|p| p.zone() == name)
     }
-
-    /// Shutdown: answered to requests that arrive while stopping.
-    pub fn shutting_down() -> Reply {
-        Reply::Overloaded {
-            retry_after: std::time::Duration::from_secs(1),
-            reason: RejectReason::ShuttingDown,
-        }
-    }
 }

@@ -152,10 +152,6 @@ impl InflightRegistry {
     pub fn len(&self) -> usize {
         self.map.lock().expect("inflight lock").len()
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 #[cfg(test)]

@@ -1,38 +1,46 @@
 //! The system under test: the document-extraction service of the incident
 //! reports, with every defect and its fix behind a configuration switch.
 //!
-//! Layers, one module each, in the order a request meets them:
-//! [`gateway`] (internal retries) → [`router`] (zones) → [`pool`], which stacks
-//! [`failure_cache`], [`cache`], [`inflight`] (de-duplication), [`admission`]
-//! and the shared GPU (`gpu_executor::GpuScheduler`). [`server`] is the HTTP
-//! face, [`admin`] the fault and operator commands, [`metrics`] the counters.
-//! [`role`] splits the service into a gateway process and pool processes
-//! ([`remote_pool`], [`zone_pool`]) for the containers environment.
+//! Layers, one module each, in the order a request meets them: `gateway`
+//! (internal retries) → `router` (zones) → `pool`, which stacks
+//! `failure_cache`, `cache`, `inflight` (de-duplication), `admission` and the
+//! shared GPU (`gpu_executor::GpuScheduler`). [`server`] is the HTTP face,
+//! [`AdminCommand`] the fault and operator commands, [`metric_names`] the
+//! contract of its counters. A [`Role`] splits the service into a gateway
+//! process and pool processes (`remote_pool`, `zone_pool`) for the
+//! containers environment. The layers are private: clients see the public
+//! surface re-exported here.
 
-pub mod admin;
-pub mod admission;
-pub mod api;
-pub mod cache;
+// The layers and their plumbing: the crate's own business.
+mod admin;
+pub(crate) mod admission;
+mod api;
+pub(crate) mod cache;
 pub mod config;
 mod exposition;
-pub mod failure_cache;
-pub mod gateway;
-pub mod inflight;
+pub(crate) mod failure_cache;
+pub(crate) mod gateway;
+pub(crate) mod inflight;
 pub mod metric_names;
-pub mod metrics;
-pub mod pool;
-pub mod redis_cache;
-pub mod redis_server;
-pub mod remote_pool;
-pub mod retry_after;
-pub mod role;
-pub mod router;
+pub(crate) mod metrics;
+pub(crate) mod pool;
+pub(crate) mod redis_cache;
+mod redis_server;
+pub(crate) mod remote_pool;
+mod retry_after;
+mod role;
+pub(crate) mod router;
 pub mod server;
-pub mod system;
-pub mod zone_pool;
+mod system;
+pub(crate) mod zone_pool;
 
+// What the harness (or any client) builds on: the service, its
+// configuration, its wire types, its admin commands and queries, its metric
+// contract, and the Redis server it can start for an embedded run.
 pub use admin::{AdminCommand, AdminError, DocumentRef, WorkInProgress, WorkQuery, WORK_PATH};
-pub use api::{ExtractRequest, ExtractResponse, RejectReason, Reply, ResultSource};
+pub use api::{ErrorBody, ExtractRequest, ExtractResponse, RejectReason, Reply, ResultSource};
 pub use config::SystemConfig;
+pub use redis_server::RedisServer;
+pub use retry_after::RETRY_AFTER_MS;
 pub use role::Role;
-pub use system::{StartOptions, System};
+pub use system::{StartError, StartOptions, System};

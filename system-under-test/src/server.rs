@@ -118,7 +118,7 @@ async fn pool_extract(State(sys): State<Arc<System>>, body: axum::body::Bytes) -
 }
 
 /// Maps a layer's reply to HTTP.
-pub fn reply_response(document: u64, pages: u32, reply: Reply, zone: String) -> Response {
+pub(crate) fn reply_response(document: u64, pages: u32, reply: Reply, zone: String) -> Response {
     match reply {
         Reply::Ok { digest, source } => Json(ExtractResponse {
             document,

@@ -27,14 +27,14 @@ use std::sync::Arc;
 pub struct System {
     pub config: SystemConfig,
     pub role: Role,
-    pub gateway: Gateway,
+    pub(crate) gateway: Gateway,
     /// The result cache; `None` in the gateway role (the pools hold it).
-    pub cache: Option<Arc<dyn ResultCache>>,
+    pub(crate) cache: Option<Arc<dyn ResultCache>>,
     /// The GPU; `None` in the gateway role.
-    pub executor: Option<Arc<dyn PageExecutor>>,
+    pub(crate) executor: Option<Arc<dyn PageExecutor>>,
     /// Admin API open to non-loopback peers (token still required): for pool
     /// and gateway processes in containers, whose callers are other hosts.
-    pub admin_from_any_peer: bool,
+    pub(crate) admin_from_any_peer: bool,
 }
 
 /// How a process runs the system (the `sut` binary's flags).
@@ -158,12 +158,12 @@ impl System {
     }
 
     /// The pools running in this process.
-    pub fn local_pools(&self) -> impl Iterator<Item = &Arc<Pool>> {
+    pub(crate) fn local_pools(&self) -> impl Iterator<Item = &Arc<Pool>> {
         self.gateway.pools().iter().filter_map(ZonePool::local)
     }
 
     /// The pool this process serves to a gateway (`--role pool` only).
-    pub fn served_pool(&self) -> Option<&Arc<Pool>> {
+    pub(crate) fn served_pool(&self) -> Option<&Arc<Pool>> {
         match self.role {
             Role::Pool { .. } => self.local_pools().next(),
             _ => None,

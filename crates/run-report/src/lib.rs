@@ -8,19 +8,23 @@
 //! * [`write_report`] — the report directory: `index.html` (self-contained),
 //!   `summary.json`, `timeseries.csv`, `junit.xml` and the charts (SVG + PNG).
 //!
+//! * [`sweep`] and [`threshold`] — the pages and files of a sweep's
+//!   vulnerability maps and of a threshold search.
+//!
 //! Metric names (the contract with experiment files) are listed and defined
-//! on [`METRICS`].
+//! on [`METRICS`]. Everything else is private to the crate.
 
-pub mod analysis;
-pub mod charts;
+pub mod ablation;
+mod analysis;
+mod charts;
 mod csv;
 mod error;
-pub mod format;
+mod format;
 mod html;
 mod junit;
-pub mod metrics;
-pub mod model;
-pub mod series;
+mod metrics;
+mod model;
+mod series;
 mod summary;
 pub mod sweep;
 pub mod threshold;
@@ -28,11 +32,14 @@ mod write;
 mod xml;
 
 pub use analysis::{
-    analyse, analyse_variant, Analysis, Baseline, Episode, EpisodeOutcome, ExpectationResult,
-    FidelityRow, SustainingEffect, VariantAnalysis, Verdict, Wave, VERDICT_CLASSES,
+    analyse, analyse_variant, verdict_rule_text, wave_rule_text, Analysis, Baseline, EffectFigures,
+    Episode, EpisodeOutcome, ExpectationResult, FidelityRow, SustainingEffect, VariantAnalysis,
+    Verdict, Wave, VERDICT_CLASSES,
 };
+pub use charts::heatmap::CellClass;
 pub use charts::{
-    latency_chart_png, latency_chart_svg, render_charts, wave_chart_png, wave_chart_svg, Charts,
+    latency_chart_png, latency_chart_size, latency_chart_svg, render_charts, wave_chart_png,
+    wave_chart_size, wave_chart_svg, Charts,
 };
 pub use csv::timeseries_csv;
 pub use error::ReportError;

@@ -22,10 +22,11 @@ use std::fmt;
 ///
 /// | metric | W | Z | definition |
 /// |---|---|---|---|
-/// | `waves` | | | number of failure waves (see [`crate::analysis::waves`]) |
+/// | `waves` | | | number of failure waves (see [`crate::wave_rule_text`]) |
 /// | `peak_failure_ratio` | | | largest per-second failure ratio of the run |
 /// | `failure_ratio_peak` | W | | largest per-second failure ratio in the window |
 /// | `failure_ratio_mean` | W | | mean of the per-second failure ratios in the window |
+/// | `failure_ratio_between_waves` | W | | mean per-second failure ratio of the seconds outside every wave, from the first trigger to the end of the load (or in the window) |
 /// | `amplification_peak` | W | | largest per-second attempts / max(distinct documents, 1), seconds with >= 5 attempts sent |
 /// | `amplification_mean` | W | | whole run: attempts / arrivals; windowed: attempts / distinct documents, summed over the window |
 /// | `gateway_amplification` | W | | gateway attempts to pools / client attempts |
@@ -46,7 +47,7 @@ use std::fmt;
 /// | `p99_ms_peak` | W | | largest per-second p99 (ms), seconds with >= 5 completed attempts |
 /// | `other_tenants_p99_ms` | | | largest end-to-end p99 of tenants without oversized documents (0 if none) |
 /// | `oversized_tenant_p99_ms` | | | largest end-to-end p99 of the tenants with oversized documents |
-/// | `verdict` | | | the verdict's class, not a number: `verdict: metastable` or `verdict: stable\|recovered` (see [`crate::analysis::verdict`]) |
+/// | `verdict` | | | the verdict's class, not a number: `verdict: metastable` or `verdict: stable\|recovered` (see [`crate::Verdict`]) |
 /// | `metastable` | | | 1 when the verdict is metastable; 0 when stable, recovered or overloaded; undefined when inconclusive, never healthy or without trigger |
 /// | `time_to_recover_s` | | | seconds from the residue's end to recovery (0 when stable; for a metastable variant, to its later recovery; otherwise undefined) |
 /// | `late_arrivals` | | | arrivals not sent on time (client in-flight cap reached) |
@@ -58,6 +59,7 @@ pub const METRICS: &[&str] = &[
     "peak_failure_ratio",
     "failure_ratio_peak",
     "failure_ratio_mean",
+    "failure_ratio_between_waves",
     "amplification_peak",
     "amplification_mean",
     "gateway_amplification",
@@ -91,6 +93,7 @@ pub const METRICS: &[&str] = &[
 pub const WINDOWED_METRICS: &[&str] = &[
     "failure_ratio_peak",
     "failure_ratio_mean",
+    "failure_ratio_between_waves",
     "amplification_peak",
     "amplification_mean",
     "gateway_amplification",
@@ -255,6 +258,28 @@ fn run_metric_value(
             series::mean_finite(s.iter().filter_map(|x| series::trusted_failure_ratio(x))),
             FEW,
         )?,
+        "failure_ratio_between_waves" => {
+            let (from, to) = if windowed {
+                (0.0, f64::INFINITY)
+            } else {
+                let first = crate::analysis::verdict::triggers_of(v)
+                    .iter()
+                    .map(|t| t.start_s)
+                    .filter(|x| x.is_finite())
+                    .reduce(f64::min)
+                    .ok_or("no trigger: nothing is between waves")?;
+                (first.floor(), v.load_end_s.unwrap_or(f64::INFINITY))
+            };
+            need(
+                series::mean_finite(
+                    s.iter()
+                        .filter(|x| f64::from(x.t) >= from && f64::from(x.t) < to)
+                        .filter(|x| !a.waves.iter().any(|w| x.t >= w.start_s && x.t < w.end_s()))
+                        .filter_map(|x| series::trusted_failure_ratio(x)),
+                ),
+                FEW,
+            )?
+        }
         "amplification_peak" => need(
             amp::amplification_peak(s),
             "no second with at least 5 attempts sent",

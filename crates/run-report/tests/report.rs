@@ -328,7 +328,7 @@ fn tiny_sizes_are_raised_not_panicking() {
 }
 
 #[test]
-fn chart_rendering_is_fast() {
+fn a_ten_minute_run_renders() {
     // A 10-minute run: the 60-s pattern repeated.
     let mut run = fixture::synthetic_run(false);
     for v in &mut run.variants {
@@ -341,15 +341,10 @@ fn chart_rendering_is_fast() {
             .collect();
     }
     let a = analyse(&run);
-    let (w, h) = charts::waves::default_size(&run);
-    let t0 = Instant::now();
-    wave_chart_png(&run, &a, w, h).unwrap();
-    let waves = t0.elapsed();
-    let (w, h) = charts::latency::default_size(&run);
-    let t0 = Instant::now();
-    latency_chart_png(&run, &a, w, h).unwrap();
-    let latency = t0.elapsed();
-    eprintln!("PNG rendering: waves {waves:?}, latency {latency:?}");
-    // Generous bound for unoptimised test builds; release builds take a fraction of it.
-    assert!(waves < Duration::from_secs(10) && latency < Duration::from_secs(10));
+    // Speed is measured by `harness bench`, not here: this checks the charts
+    // of a long run draw at their natural size (600 seconds per panel).
+    let (w, h) = wave_chart_size(&run);
+    assert!(!wave_chart_png(&run, &a, w, h).unwrap().is_empty());
+    let (w, h) = latency_chart_size(&run);
+    assert!(!latency_chart_png(&run, &a, w, h).unwrap().is_empty());
 }

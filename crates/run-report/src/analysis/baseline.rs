@@ -236,11 +236,6 @@ impl Health {
         }
     }
 
-    /// Whether second `t` is healthy (`false` outside `[from, end)`).
-    pub fn is_healthy(&self, t: u32) -> bool {
-        self.healthy.contains(&t)
-    }
-
     /// Consecutive healthy seconds from `t`, stopping before `horizon`.
     pub fn streak(&self, t: u32, horizon: u32) -> u32 {
         let horizon = horizon.min(self.end);

@@ -63,8 +63,18 @@ fn png(
     png::encode_rgb(&buf, w, h).map_err(|message| ReportError::Png { chart, message })
 }
 
+/// The wave chart's natural size for `run` (1400 px wide, 150 px per panel).
+pub fn wave_chart_size(run: &RunData) -> (u32, u32) {
+    waves::default_size(run)
+}
+
+/// The latency chart's natural size for `run`.
+pub fn latency_chart_size(run: &RunData) -> (u32, u32) {
+    latency::default_size(run)
+}
+
 /// The wave chart as SVG. The height is raised when too small for every panel
-/// (see [`waves::default_size`] for the natural size).
+/// (see [`wave_chart_size`] for the natural size).
 pub fn wave_chart_svg(
     run: &RunData,
     analysis: &Analysis,
@@ -86,7 +96,7 @@ pub fn wave_chart_png(
     png("wave", size, |root| waves::draw(root, run, analysis))
 }
 
-/// The latency chart as SVG (see [`latency::default_size`]).
+/// The latency chart as SVG (see [`latency_chart_size`]).
 pub fn latency_chart_svg(
     run: &RunData,
     analysis: &Analysis,

@@ -402,3 +402,6 @@ impl Pool {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

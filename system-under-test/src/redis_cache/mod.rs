@@ -264,3 +264,6 @@ impl ResultCache for RedisCache {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -3,14 +3,14 @@
 //! requests are rejected; the fixes do not. A lossy cache turns a finished
 //! document into a recomputation.
 
+use crate::api::{RejectReason, Reply};
+use crate::cache::{MemoryCache, ResultCache};
+use crate::config::{CacheConfig, DedupMode, OnFull, PageConfig, PoolConfig, RetryAfterMode};
+use crate::failure_cache::FailureCache;
+use crate::pool::Pool;
 use gpu_executor::{CpuExecutor, GpuScheduler, SchedulerConfig, SchedulingPolicy};
 use std::sync::Arc;
 use std::time::Duration;
-use sut::api::{RejectReason, Reply};
-use sut::cache::{MemoryCache, ResultCache};
-use sut::config::{CacheConfig, DedupMode, OnFull, PageConfig, PoolConfig, RetryAfterMode};
-use sut::failure_cache::FailureCache;
-use sut::pool::Pool;
 
 const SLOW_DOC: u64 = 1000;
 const SLOW_PAGES: u32 = 100; // 100 pages x 10 ms = 1 s of GPU, deadline 100 ms
@@ -149,7 +149,7 @@ async fn fix_wait_without_slot_hands_the_result_over() {
         r,
         Reply::Ok {
             digest: expected,
-            source: sut::ResultSource::Duplicate
+            source: crate::ResultSource::Duplicate
         }
     );
     assert_eq!(p.metrics.waiters_holding_slot.get(), 0);
@@ -190,7 +190,7 @@ async fn sized_cache_serves_the_retry() {
         matches!(
             r,
             Reply::Ok {
-                source: sut::ResultSource::Cache,
+                source: crate::ResultSource::Cache,
                 ..
             }
         ),

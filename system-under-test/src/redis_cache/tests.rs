@@ -2,10 +2,10 @@
 //! loopback port). Skipped, saying why, where `redis-server` is not installed,
 //! unless HARNESS_REQUIRE_REDIS=1 (as in CI), where a missing server fails.
 
-use sut::cache::{CacheError, ResultCache};
-use sut::config::RedisPolicy;
-use sut::redis_cache::RedisCache;
-use sut::redis_server::RedisServer;
+use crate::cache::{CacheError, ResultCache};
+use crate::config::RedisPolicy;
+use crate::redis_cache::RedisCache;
+use crate::redis_server::RedisServer;
 
 fn server(maxmemory_mb: f64, policy: RedisPolicy) -> Option<RedisServer> {
     if !RedisServer::available() {
