@@ -18,6 +18,7 @@
 //!   wave, and **needed** when after-fix without it shows waves again.
 
 use crate::experiment::{Experiment, Variant};
+use run_report::ablation::{Classification, GroupVerdict, RunOutcome};
 use run_report::{Analysis, VariantAnalysis};
 use serde::Serialize;
 use serde_json::Value;
@@ -219,66 +220,51 @@ pub fn estimate(p: &Plan) -> Duration {
     per * p.experiment.variants.len() as u32
 }
 
-/// The verdict on one defect/fix group.
-#[derive(Debug, Clone, Serialize)]
-pub struct GroupVerdict {
-    pub group: String,
-    pub changes: Vec<String>,
-    /// Waves / mean failure ratio of before-fix with only this fix.
-    pub fix_alone_waves: f64,
-    pub fix_alone_failure: f64,
-    /// Waves / mean failure ratio of after-fix without this fix.
-    pub without_fix_waves: f64,
-    pub without_fix_failure: f64,
-    /// necessary | contributing | harmful alone | neither
-    pub defect: String,
-    pub fix_sufficient_alone: bool,
-    pub fix_needed: bool,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Classification {
-    pub before_waves: f64,
-    pub before_failure: f64,
-    pub after_waves: f64,
-    pub after_failure: f64,
-    pub groups: Vec<GroupVerdict>,
-}
-
 fn metric(a: &VariantAnalysis, k: &str) -> f64 {
     a.metrics.get(k).copied().unwrap_or(f64::NAN)
 }
 
-/// (waves, mean failure ratio) of every analysed run, by variant name.
-pub fn results_of(analysis: &Analysis) -> BTreeMap<String, (f64, f64)> {
+/// Waves, mean failure ratio and verdict of every analysed run, by variant name.
+pub fn results_of(analysis: &Analysis) -> BTreeMap<String, RunOutcome> {
     analysis
         .variants
         .iter()
         .map(|a| {
             (
                 a.name.clone(),
-                (metric(a, "waves"), metric(a, "failure_ratio_mean")),
+                RunOutcome {
+                    waves: metric(a, "waves"),
+                    mean_failure: metric(a, "failure_ratio_mean"),
+                    verdict: a.verdict.class().to_string(),
+                },
             )
         })
         .collect()
 }
 
-/// Classifies every group from the runs' (waves, mean failure ratio): pure,
-/// so it is tested on recorded summaries.
+/// Classifies every group from the runs' waves and mean failure ratio (the
+/// verdicts are shown beside them): pure, so it is tested on recorded summaries.
 pub fn classify(
     groups: &[FixGroup],
     before: &str,
     after: &str,
-    results: &BTreeMap<String, (f64, f64)>,
+    results: &BTreeMap<String, RunOutcome>,
 ) -> Classification {
-    let wf = |n: &str| results.get(n).copied().unwrap_or((f64::NAN, f64::NAN));
-    let (bw, bf) = wf(before);
-    let (aw, af) = wf(after);
+    let run = |n: &str| {
+        results.get(n).cloned().unwrap_or(RunOutcome {
+            waves: f64::NAN,
+            mean_failure: f64::NAN,
+            verdict: "not run".into(),
+        })
+    };
+    let (b, a) = (run(before), run(after));
+    let (bw, bf, aw) = (b.waves, b.mean_failure, a.waves);
     let groups = groups
         .iter()
         .map(|g| {
-            let (fw, ff) = wf(&format!("{before}+{}", g.name));
-            let (ww, wfail) = wf(&format!("{after}-{}", g.name));
+            let alone = run(&format!("{before}+{}", g.name));
+            let without = run(&format!("{after}-{}", g.name));
+            let (fw, ff, ww) = (alone.waves, alone.mean_failure, without.waves);
             let defect = if fw == 0.0 && bw > 0.0 {
                 "necessary"
             } else if fw > bw || ff > bf * 1.2 {
@@ -295,10 +281,8 @@ pub fn classify(
                     .iter()
                     .map(|(p, b, a)| format!("{p}: {b} -> {a}"))
                     .collect(),
-                fix_alone_waves: fw,
-                fix_alone_failure: ff,
-                without_fix_waves: ww,
-                without_fix_failure: wfail,
+                fix_alone: alone,
+                without_fix: without,
                 defect: defect.into(),
                 fix_sufficient_alone: fw == 0.0,
                 fix_needed: ww > aw,
@@ -306,82 +290,10 @@ pub fn classify(
         })
         .collect();
     Classification {
-        before_waves: bw,
-        before_failure: bf,
-        after_waves: aw,
-        after_failure: af,
+        before: b,
+        after: a,
         groups,
     }
-}
-
-/// The classification as a text table.
-pub fn table(c: &Classification) -> String {
-    let mut s = format!(
-        "before-fix: {} waves, mean failure {:.2}; after-fix: {} waves, mean failure {:.2}\n{:<32} {:>14} {:>16}  {:<14} {:<10} {:<6}\n",
-        c.before_waves, c.before_failure, c.after_waves, c.after_failure, "fix group", "only this fix", "all but this fix", "defect", "sufficient", "needed"
-    );
-    for g in &c.groups {
-        s.push_str(&format!(
-            "{:<32} {:>5} w {:>5.2} f {:>7} w {:>5.2} f  {:<14} {:<10} {:<6}\n",
-            g.group,
-            g.fix_alone_waves,
-            g.fix_alone_failure,
-            g.without_fix_waves,
-            g.without_fix_failure,
-            g.defect,
-            if g.fix_sufficient_alone { "yes" } else { "no" },
-            if g.fix_needed { "yes" } else { "no" }
-        ));
-    }
-    s
-}
-
-/// A small self-contained HTML page: the table, and the run's stacked wave chart.
-pub fn html(exp: &str, c: &Classification, report_index: &str, waves_png: Option<&[u8]>) -> String {
-    use base64::Engine;
-    let esc = |s: &str| {
-        s.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-    };
-    let mut rows = String::new();
-    for g in &c.groups {
-        rows.push_str(&format!(
-            "<tr><td><b>{}</b><br><small>{}</small></td><td>{} waves, {:.2}</td><td>{} waves, {:.2}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-            esc(&g.group),
-            esc(&g.changes.join("; ")),
-            g.fix_alone_waves,
-            g.fix_alone_failure,
-            g.without_fix_waves,
-            g.without_fix_failure,
-            esc(&g.defect),
-            if g.fix_sufficient_alone { "yes" } else { "no" },
-            if g.fix_needed { "yes" } else { "no" }
-        ));
-    }
-    let img = waves_png
-        .map(|b| {
-            format!(
-                "<img style=\"max-width:100%\" src=\"data:image/png;base64,{}\">",
-                base64::engine::general_purpose::STANDARD.encode(b)
-            )
-        })
-        .unwrap_or_default();
-    format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{e} ablation</title>\
-<style>body{{font-family:sans-serif;margin:2em}}td,th{{border:1px solid #ccc;padding:4px 8px;vertical-align:top}}table{{border-collapse:collapse}}</style></head><body>\
-<h1>{e}: which defect caused it?</h1>\
-<p>before-fix: {bw} waves, mean failure ratio {bf:.2}; after-fix: {aw} waves, mean failure ratio {af:.2}. Same seed, load and timeline in every run.</p>\
-<table><tr><th>fix group (changes)</th><th>before-fix with only this fix</th><th>after-fix without this fix</th><th>defect</th><th>fix sufficient alone</th><th>fix needed</th></tr>{rows}</table>\
-<p>Rules: a defect is <i>necessary</i> when fixing it alone removes every wave, <i>contributing</i> when fixing it alone lowers the failure (fewer waves, or a mean failure ratio 20% lower), <i>harmful alone</i> when fixing it alone makes it worse; a fix is <i>needed</i> when after-fix without it shows more waves.</p>\
-<p>Every run in full: <a href=\"{idx}\">{idx}</a></p>{img}</body></html>",
-        e = esc(exp),
-        bw = c.before_waves,
-        bf = c.before_failure,
-        aw = c.after_waves,
-        af = c.after_failure,
-        idx = esc(report_index),
-    )
 }
 
 #[cfg(test)]
@@ -445,7 +357,7 @@ mod tests {
                 after: Value::Null,
             })
             .collect();
-        let results: BTreeMap<String, (f64, f64)> = [
+        let results: BTreeMap<String, RunOutcome> = [
             ("B", (4.0, 0.5)),
             ("B+a", (0.0, 0.05)), // necessary
             ("B+b", (2.0, 0.3)),  // contributing
@@ -458,7 +370,17 @@ mod tests {
             ("A-d", (0.0, 0.03)),
         ]
         .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
+        .map(|(k, (waves, mean_failure))| {
+            let verdict = if waves > 0.0 { "recovered" } else { "stable" }.to_string();
+            (
+                k.to_string(),
+                RunOutcome {
+                    waves,
+                    mean_failure,
+                    verdict,
+                },
+            )
+        })
         .collect();
         let c = classify(&groups, "B", "A", &results);
         let d: Vec<(&str, bool, bool)> = c
@@ -475,7 +397,6 @@ mod tests {
                 ("harmful alone", false, false)
             ]
         );
-        assert!(table(&c).contains("harmful alone"));
-        assert!(html("x", &c, "i.html", None).contains("<td>necessary</td>"));
+        assert!(run_report::ablation::ablation_table(&c).contains("harmful alone"));
     }
 }

@@ -362,16 +362,17 @@ fn ablate(
         &plan.after,
         &ablate::results_of(&outcome.analysis),
     );
-    print!("{}", ablate::table(&c));
+    print!("{}", run_report::ablation::ablation_table(&c));
     let png = std::fs::read(outcome.report_dir.join("charts/waves.png")).ok();
-    let page = ablate::html(&exp.name, &c, "index.html", png.as_deref());
-    let json = serde_json::to_string_pretty(&c).unwrap_or_default();
-    for (name, body) in [("ablation.html", page), ("ablation.json", json)] {
-        let p = outcome.report_dir.join(name);
-        if let Err(e) = std::fs::write(&p, body) {
-            eprintln!("error: writing {}: {e}", p.display());
-            return ExitCode::from(2);
-        }
+    if let Err(e) = run_report::ablation::write_ablation(
+        &outcome.report_dir,
+        &exp.name,
+        &c,
+        "index.html",
+        png.as_deref(),
+    ) {
+        eprintln!("error: writing the ablation's page: {e}");
+        return ExitCode::from(2);
     }
     eprintln!("ablation: {}/ablation.html", outcome.report_dir.display());
     if outcome.interrupted {

@@ -132,6 +132,9 @@ fn whole_run_values() {
     close(value(&v, "oversized_tenant_p99_ms"), 5000.0);
     close(value(&v, "late_arrivals"), 2.0);
     close(value(&v, "metastable"), 0.0);
+    // Outside the one wave (20-30 s) after the trigger at 20 s: 10 % failures.
+    close(value(&v, "failure_ratio_between_waves"), 0.1);
+    close(value(&v, "failure_ratio_between_waves[0s..25s]"), 0.1);
     close(value(&v, "time_to_recover_s"), 5.0);
 }
 
