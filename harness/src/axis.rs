@@ -91,16 +91,7 @@ fn number(t: &str) -> Option<(f64, Option<String>, bool)> {
         .then(|| (v, unit, digits.trim().parse::<i64>().is_ok()))
 }
 
-/// A number without trailing noise: `0.3`, `4`, `0.45`.
-pub fn fmt_value(v: f64) -> String {
-    let s = format!("{:.6}", v);
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s.is_empty() || s == "-" {
-        "0".into()
-    } else {
-        s.to_string()
-    }
-}
+pub use run_report::sweep::fmt_value;
 
 /// Parses `FROM..TO:STEPS` (or a single value `X`); the ends may carry a
 /// duration unit (`1s..5s:5`).
@@ -153,11 +144,12 @@ pub struct Trigger {
     pub range: Range,
 }
 
-/// Parses `PATH[,PATH..]=RANGE`.
-pub fn parse_trigger(s: &str) -> anyhow::Result<Trigger> {
-    let (paths, range) = s.split_once('=').ok_or_else(|| {
-        anyhow::anyhow!("--trigger {s:?}: write PATH=FROM..TO:STEPS, e.g. quick.timeline.1.fault.oversized_documents.count=1..8:5")
-    })?;
+/// Splits `PATH[,PATH..]=VALUES` into the paths and the values' text;
+/// `example` shows the form in the error.
+pub fn split_paths<'a>(s: &'a str, example: &str) -> anyhow::Result<(Vec<String>, &'a str)> {
+    let (paths, values) = s
+        .split_once('=')
+        .ok_or_else(|| anyhow::anyhow!("--trigger {s:?}: write {example}"))?;
     let paths: Vec<String> = paths
         .split(',')
         .map(|p| p.trim().to_string())
@@ -166,6 +158,15 @@ pub fn parse_trigger(s: &str) -> anyhow::Result<Trigger> {
     if paths.is_empty() {
         anyhow::bail!("--trigger {s:?}: no path before '='");
     }
+    Ok((paths, values))
+}
+
+/// Parses `PATH[,PATH..]=RANGE`.
+pub fn parse_trigger(s: &str) -> anyhow::Result<Trigger> {
+    let (paths, range) = split_paths(
+        s,
+        "PATH=FROM..TO:STEPS, e.g. quick.timeline.1.fault.oversized_documents.count=1..8:5",
+    )?;
     Ok(Trigger {
         paths,
         range: parse_range(range)?,

@@ -67,6 +67,16 @@ pub fn install_ctrl_c(stop: Arc<StopSignal>) {
     }
 }
 
+/// [`runtime_with_ctrl_c`] for a command's `main`: prints why it failed and
+/// gives the exit code (2, a setup error).
+pub fn runtime_or_exit(
+) -> Result<(tokio::runtime::Runtime, Arc<StopSignal>), std::process::ExitCode> {
+    runtime_with_ctrl_c().map_err(|e| {
+        eprintln!("error: {e}");
+        std::process::ExitCode::from(2)
+    })
+}
+
 /// The runtime of a harness command, with the Ctrl-C handler installed first
 /// (so goose's own handler leaves ours in place). Errors say what failed.
 pub fn runtime_with_ctrl_c() -> Result<(tokio::runtime::Runtime, Arc<StopSignal>), String> {

@@ -6,7 +6,7 @@
 
 use clap::{Parser, Subcommand};
 use harness::experiment;
-use harness::interrupt::runtime_with_ctrl_c;
+use harness::interrupt::runtime_or_exit;
 use harness::runner::{self, RunOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -213,12 +213,9 @@ fn run(path: PathBuf, args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let (rt, stop) = match runtime_with_ctrl_c() {
+    let (rt, stop) = match runtime_or_exit() {
         Ok(x) => x,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let opts = RunOptions {
         out_dir: args.out.clone(),
@@ -337,12 +334,9 @@ fn ablate(
     if !harness::budget::allows(est, budget, force, "use --quick") {
         return ExitCode::from(2);
     }
-    let (rt, stop) = match runtime_with_ctrl_c() {
+    let (rt, stop) = match runtime_or_exit() {
         Ok(x) => x,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let opts = RunOptions {
         out_dir: out,

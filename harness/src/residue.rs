@@ -192,15 +192,18 @@ pub async fn watch(
                 continue;
             };
             let n = o.w.documents.len();
-            if let Some(why) = &client_side_only {
-                o.ended = Some((
+            let clients_only = |why: &str| {
+                Some((
                     last_end.as_secs_f64(),
                     format!(
                         "{} ({}); measured on the clients' side only: {why}",
                         documents(n),
                         outcomes(counts)
                     ),
-                ));
+                ))
+            };
+            if let Some(why) = &client_side_only {
+                o.ended = clients_only(why);
                 continue;
             }
             match ask(admin.as_ref(), &o.w.documents).await {
@@ -233,14 +236,7 @@ pub async fn watch(
                 }
                 Asked::CannotTell(why) => {
                     tracing::warn!("trigger residues are judged on the clients' side only: {why}");
-                    o.ended = Some((
-                        last_end.as_secs_f64(),
-                        format!(
-                            "{} ({}); measured on the clients' side only: {why}",
-                            documents(n),
-                            outcomes(counts)
-                        ),
-                    ));
+                    o.ended = clients_only(&why);
                     client_side_only = Some(why);
                 }
                 Asked::Failed => {}

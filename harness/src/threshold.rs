@@ -16,7 +16,7 @@
 use crate::axis::{parse_span, Scale};
 use crate::budget::words;
 use crate::experiment::{self, Experiment};
-use crate::interrupt::{runtime_with_ctrl_c, StopSignal};
+use crate::interrupt::{runtime_or_exit, StopSignal};
 use crate::run_id::RunFolder;
 use crate::runner::{self, RunOptions};
 use crate::tree::{parse_set, set_path, to_yaml, with_sets};
@@ -56,18 +56,8 @@ pub struct ThresholdArgs {
     /// Run the full form instead of the quick form.
     #[arg(long)]
     pub full: bool,
-    /// Refuse plans estimated to take longer than this.
-    #[arg(long, default_value = "30m")]
-    pub budget: humantime::Duration,
-    /// Run even when the estimate exceeds the budget.
-    #[arg(long)]
-    pub force: bool,
-    /// Report folder root; the search goes to <OUT>/<experiment>-threshold/<run-id>/.
-    #[arg(long, default_value = "reports")]
-    pub out: PathBuf,
-    /// Seed of the first run of every probe (default: the experiment's); seed k is base + k.
-    #[arg(long)]
-    pub seed: Option<u64>,
+    #[command(flatten)]
+    pub plan: crate::budget::PlanArgs,
 }
 
 /// A validated search.
@@ -134,20 +124,10 @@ pub fn plan(a: &ThresholdArgs) -> anyhow::Result<Search> {
     let quick = !a.full;
     let base = experiment::parse(&text, &file, quick).map_err(|e| anyhow::anyhow!("{e}"))?;
     let tree: Value = serde_saphyr::from_str(&text).map_err(|e| anyhow::anyhow!("{file}: {e}"))?;
-    let (paths, span) = a.trigger.split_once('=').ok_or_else(|| {
-        anyhow::anyhow!(
-            "--trigger {:?}: write PATH=LO..HI, e.g. quick.timeline.0.duration=0.5s..8s",
-            a.trigger
-        )
-    })?;
-    let paths: Vec<String> = paths
-        .split(',')
-        .map(|p| p.trim().to_string())
-        .filter(|p| !p.is_empty())
-        .collect();
-    if paths.is_empty() {
-        anyhow::bail!("--trigger {:?}: no path before '='", a.trigger);
-    }
+    let (paths, span) = crate::axis::split_paths(
+        &a.trigger,
+        "PATH=LO..HI, e.g. quick.timeline.0.duration=0.5s..8s",
+    )?;
     let (low, high, scale) = parse_span(span).context("--trigger")?;
     if high.partial_cmp(&low) != Some(std::cmp::Ordering::Greater) {
         anyhow::bail!("--trigger {:?}: HI must be above LO", a.trigger);
@@ -179,7 +159,7 @@ pub fn plan(a: &ThresholdArgs) -> anyhow::Result<Search> {
             base.name
         );
     }
-    let base_seed = a.seed.unwrap_or(base.seed);
+    let base_seed = a.plan.seed.unwrap_or(base.seed);
     let sets = a
         .set
         .iter()
@@ -374,20 +354,17 @@ pub fn cli(args: ThresholdArgs) -> ExitCode {
     );
     if !crate::budget::allows(
         est,
-        *args.budget,
-        args.force,
+        *args.plan.budget,
+        args.plan.force,
         "use fewer --seeds, a coarser --resolution",
     ) {
         return ExitCode::from(2);
     }
-    let folder = RunFolder::now(&args.out, &format!("{}-threshold", s.name), s.seeds[0]);
+    let folder = RunFolder::now(&args.plan.out, &format!("{}-threshold", s.name), s.seeds[0]);
     let dir = &folder.dir;
-    let (rt, stop) = match runtime_with_ctrl_c() {
+    let (rt, stop) = match runtime_or_exit() {
         Ok(x) => x,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let started = Instant::now();
     let mut variants = Vec::new();
@@ -455,10 +432,12 @@ mod tests {
             resolution: 0.1,
             set: vec![],
             full: false,
-            budget: "30m".parse().unwrap(),
-            force: false,
-            out: "reports".into(),
-            seed: Some(1),
+            plan: crate::budget::PlanArgs {
+                budget: "30m".parse().unwrap(),
+                force: false,
+                out: "reports".into(),
+                seed: Some(1),
+            },
         }
     }
 

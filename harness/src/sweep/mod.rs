@@ -21,7 +21,7 @@ pub mod plan;
 pub use plan::{estimate, plan, Plan, SweepArgs, LOAD_PATH};
 
 use crate::budget::words;
-use crate::interrupt::runtime_with_ctrl_c;
+use crate::interrupt::runtime_or_exit;
 use crate::run_id::RunFolder;
 use run_report::sweep::{fmt_value, SweepCell, SweepGrid};
 use std::process::ExitCode;
@@ -96,7 +96,7 @@ pub fn cli(args: SweepArgs) -> ExitCode {
         &args.trigger,
         &args.set,
         args.variant.as_deref(),
-        args.seed,
+        args.plan.seed,
     ) {
         Ok(p) => p,
         Err(e) => {
@@ -125,19 +125,20 @@ pub fn cli(args: SweepArgs) -> ExitCode {
     );
     if !crate::budget::allows(
         est,
-        *args.budget,
-        args.force,
+        *args.plan.budget,
+        args.plan.force,
         "use a smaller grid, --parallel",
     ) {
         return ExitCode::from(2);
     }
-    let folder = RunFolder::now(&args.out, &format!("{}-sweep", plan.name), plan.base_seed);
-    let (rt, stop) = match runtime_with_ctrl_c() {
+    let folder = RunFolder::now(
+        &args.plan.out,
+        &format!("{}-sweep", plan.name),
+        plan.base_seed,
+    );
+    let (rt, stop) = match runtime_or_exit() {
         Ok(x) => x,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let started = Instant::now();
     let plan = Arc::new(plan);

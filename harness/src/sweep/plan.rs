@@ -38,18 +38,8 @@ pub struct SweepArgs {
     /// Cells run at once (each starts its own system on its own port).
     #[arg(long, default_value_t = 1)]
     pub parallel: usize,
-    /// Refuse grids estimated to take longer than this (e.g. 30m).
-    #[arg(long, default_value = "30m")]
-    pub budget: humantime::Duration,
-    /// Run even when the estimate exceeds the budget.
-    #[arg(long)]
-    pub force: bool,
-    /// Report folder root; the sweep goes to <OUT>/<experiment>-sweep/<run-id>/.
-    #[arg(long, default_value = "reports")]
-    pub out: PathBuf,
-    /// Base seed (default: the experiment's); cell i runs with base + i.
-    #[arg(long)]
-    pub seed: Option<u64>,
+    #[command(flatten)]
+    pub plan: crate::budget::PlanArgs,
 }
 
 /// The experiment text of one cell: the file's tree with the fixed changes,

@@ -62,16 +62,24 @@ impl Ctx<'_> {
     }
 }
 
+/// The file's text and its name for errors.
+fn read(path: &Path) -> Result<(String, String), ExperimentError> {
+    let file = path.display().to_string();
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok((text, file)),
+        Err(e) => Err(ExperimentError {
+            file,
+            line: 0,
+            column: 0,
+            field: "(file)".into(),
+            message: format!("cannot read: {e}"),
+        }),
+    }
+}
+
 /// Reads and validates an experiment file.
 pub fn load(path: &Path, quick: bool) -> Result<Experiment, ExperimentError> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ExperimentError {
-        file: file.clone(),
-        line: 0,
-        column: 0,
-        field: "(file)".into(),
-        message: format!("cannot read: {e}"),
-    })?;
+    let (text, file) = read(path)?;
     parse(&text, &file, quick)
 }
 
@@ -79,14 +87,7 @@ pub fn load(path: &Path, quick: bool) -> Result<Experiment, ExperimentError> {
 /// quick one (`--quick`, what CI runs) when the file has a `quick:`
 /// section. An error in the quick form says so.
 pub fn load_forms(path: &Path) -> Result<(Experiment, Option<Experiment>), ExperimentError> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ExperimentError {
-        file: file.clone(),
-        line: 0,
-        column: 0,
-        field: "(file)".into(),
-        message: format!("cannot read: {e}"),
-    })?;
+    let (text, file) = read(path)?;
     parse_forms(&text, &file)
 }
 
