@@ -180,7 +180,7 @@ fn name_effects(m: &EffectFigures, b: &EffectFigures) -> Vec<String> {
     }
     if let Some(l) = m.cache_writes_lost_per_s {
         let lb = base(b.cache_writes_lost_per_s, 0.0);
-        if l >= lb + 1.0 {
+        if l >= (lb * 1.5).max(lb + 1.0) {
             named.push((
                 1.0 + (l - lb) / 10.0,
                 format!("{l:.0} cache writes lost per second (baseline {lb:.0})"),

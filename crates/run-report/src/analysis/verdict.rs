@@ -18,9 +18,12 @@
 //!    when it starts `W` consecutive healthy seconds before the horizon (or
 //!    is healthy through the horizon, if at least half of `W` remains). The
 //!    episode **recovered** at its first recovering candidate; it was
-//!    **still degraded** when every candidate met a degraded second first; it
-//!    is **undecided** otherwise (the horizon came too soon, or the residue
-//!    never ended).
+//!    **still degraded** when no candidate recovers and most of the `W`
+//!    seconds after the residue were degraded; it is **undecided** otherwise
+//!    (the horizon came too soon, the residue never ended, or healthy and
+//!    degraded seconds alternated). Health is classified on the episode's
+//!    own seconds, so smoothing borrows neither from the residue nor from
+//!    the next trigger.
 //! 4. A still-degraded episode is **metastable** when the offered load of new
 //!    documents over its first `W` seconds after the residue was at or below
 //!    the baseline's (the plan's rate, exactly; counted arrivals within three
@@ -335,7 +338,30 @@ fn judge_episode(e: &Episode, health: &Health, window: u32) -> EpisodeOutcome {
             };
         }
     }
-    EpisodeOutcome::StillDegraded
+    // No recovery started within the window; the window's seconds all lie
+    // before the horizon (else the loop said undecided). Still degraded means
+    // degraded for most of it, not a blip that broke every streak.
+    let healthy = health.healthy_in(first, first + window).count() as u32;
+    let degraded = window - healthy.min(window);
+    if 2 * degraded > window {
+        EpisodeOutcome::StillDegraded
+    } else {
+        EpisodeOutcome::Undecided {
+            reason: format!(
+                "healthy and degraded seconds alternated after the residue ended at {r:.1} s \
+                 ({degraded} of the {window} s of the window degraded): neither back to the \
+                 baseline for {window} s nor degraded for most of them"
+            ),
+            needed_s: None,
+        }
+    }
+}
+
+/// The health of an episode's own seconds, from its residue's end to its
+/// horizon: smoothing never borrows from the residue or the next trigger.
+fn episode_health(v: &VariantRun, b: &Baseline, e: &Episode) -> Health {
+    let from = e.residue_end_s.map_or(e.horizon_s, |r| whole(r.ceil()));
+    Health::classify(&v.seconds, b, from.min(e.horizon_s), e.horizon_s)
 }
 
 impl Episode {
@@ -403,7 +429,7 @@ pub fn judge(v: &VariantRun, cfg: &AnalysisConfig) -> Judgement {
     let window = cfg.recovery_window_s.max(1);
     let health = Health::classify(&v.seconds, &b, cfg.warmup_s, judged_end);
     for e in &mut episodes {
-        e.outcome = judge_episode(e, &health, window);
+        e.outcome = judge_episode(e, &episode_health(v, &b, e), window);
     }
     let verdict = if health.degraded_seconds() == 0 && judged_end > cfg.warmup_s {
         Verdict::Stable
@@ -443,9 +469,10 @@ fn variant_verdict(
             continue;
         }
         // How long it stayed degraded: to a later recovery before the horizon, if any.
-        let recovered_at = health
+        let own = episode_health(v, b, e);
+        let recovered_at = own
             .healthy_in(from, e.horizon_s)
-            .find(|&t| recovers(health, t, e.horizon_s, window));
+            .find(|&t| recovers(&own, t, e.horizon_s, window));
         let until = recovered_at.unwrap_or(e.horizon_s);
         let degraded: Vec<&Second> = v
             .seconds
@@ -495,9 +522,9 @@ pub fn verdict_rule_text(cfg: &AnalysisConfig) -> String {
          once); overlapping triggers form one episode, judged up to the next episode or the end \
          of the load. An episode RECOVERED at the first second less than {w} s after its \
          residue's end that starts {w} healthy seconds (or is healthy to the horizon, if at \
-         least {half} remain); if every such second meets a degraded one first, it was still \
-         degraded: METASTABLE when the offered load was at most the baseline's, OVERLOADED when \
-         more. STABLE: no degraded second at all. INCONCLUSIVE: the run ended too soon after the \
+         least {half} remain); if none does and most of those {w} seconds were degraded, it was \
+         still degraded: METASTABLE when the offered load was at most the baseline's, \
+         OVERLOADED when more. STABLE: no degraded second at all. INCONCLUSIVE: the run ended too soon after the \
          residue to judge. NO TRIGGER: nothing to judge.",
         warm = cfg.warmup_s,
         minb = cfg.min_baseline_s.max(1),

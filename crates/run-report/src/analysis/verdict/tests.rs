@@ -325,6 +325,59 @@ fn an_episode_too_close_to_the_next_is_undecided_and_the_last_decides() {
 }
 
 #[test]
+fn a_blip_before_the_next_trigger_is_undecided_not_metastable() {
+    // Residue ends at 30; healthy 30-34, a slow recomputation 34-37, the next
+    // trigger at 38 (window 8: no 8 healthy seconds fit, yet it was mostly healthy).
+    let pts = concat(&[
+        rep(20, 1, 50.0),
+        rep(10, 90, 900.0),
+        rep(4, 1, 50.0),
+        rep(4, 1, 600.0),
+        rep(10, 90, 900.0),
+        rep(20, 1, 50.0),
+    ]);
+    let v = variant(
+        &pts,
+        vec![
+            trigger(20.0, 22.0, Some(30.0)),
+            trigger(38.0, 39.0, Some(48.0)),
+        ],
+    );
+    let mut c = cfg();
+    c.recovery_window_s = 8;
+    let j = judge(&v, &c);
+    match &j.episodes[0].outcome {
+        EpisodeOutcome::Undecided { reason, .. } => {
+            assert!(reason.contains("alternated"), "{reason}")
+        }
+        other => panic!("expected undecided, got {other:?}"),
+    }
+    assert_eq!(j.verdict.recovered_after_s(), Some(0.0));
+    // The same series with the next trigger far away is judged on its own seconds.
+}
+
+#[test]
+fn smoothing_does_not_borrow_from_the_next_trigger() {
+    // Healthy from the residue's end up to the next trigger, 5 s later:
+    // the next trigger's slow seconds must not make the last ones degraded.
+    let pts = concat(&[
+        rep(20, 1, 50.0),
+        rep(10, 90, 900.0),
+        rep(5, 1, 50.0),
+        rep(25, 90, 900.0),
+    ]);
+    let v = variant(
+        &pts,
+        vec![trigger(20.0, 22.0, Some(30.0)), trigger(35.0, 36.0, None)],
+    );
+    let j = judge(&v, &cfg());
+    assert_eq!(
+        j.episodes[0].outcome,
+        EpisodeOutcome::Recovered { at_s: 30 }
+    );
+}
+
+#[test]
 fn latency_must_recover_too() {
     let pts = concat(&[rep(20, 1, 50.0), rep(10, 1, 900.0), rep(30, 1, 400.0)]);
     let v = variant(&pts, vec![trigger(20.0, 30.0, Some(30.0))]);
