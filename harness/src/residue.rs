@@ -14,7 +14,11 @@
 //!   not the trigger. A target without that admin query is judged on the
 //!   clients' side only, and the residue says so;
 //! - a capacity cut, a failing or silent zone: undone at the end of its duration;
-//! - a fault without a duration: never undone within the run.
+//! - a cache flush or restart: over when the cache's hit ratio is back to
+//!   what it was in the seconds before it (pooled over the next 3 s), or after the
+//!   recovery window at the latest; judged from the recorded seconds once
+//!   the variant ended ([`cache_residues`]);
+//! - any other fault without a duration: never undone within the run.
 //!
 //! [`watch`] polls every [`POLL`] while some residue is open and returns
 //! one [`TriggerSpan`] per trigger; the verdict is judged from their ends.
@@ -62,6 +66,9 @@ pub fn plan(exp: &Experiment, variant: &str) -> Vec<Watched> {
                         .collect();
                     (refs, Some(last))
                 }
+                // A cache emptied is done at once; what it left is judged
+                // on the hit ratio afterwards (cache_residues).
+                TimelineOp::Admin(c) if is_cache_emptying(c) => (Vec::new(), Some(e.at)),
                 // Undone at the end of its duration; a fault without one (or
                 // that nothing can undo) lasts for the whole run.
                 TimelineOp::Admin(_) => match (e.duration, e.op.revert()) {
@@ -77,6 +84,71 @@ pub fn plan(exp: &Experiment, variant: &str) -> Vec<Watched> {
             }
         })
         .collect()
+}
+
+fn is_cache_emptying(c: &sut::AdminCommand) -> bool {
+    matches!(
+        c,
+        sut::AdminCommand::CacheFlush { .. } | sut::AdminCommand::CacheRestart
+    )
+}
+
+/// The residues of cache flushes and restarts, from the recorded seconds:
+/// over at the first second from which the next 3 seconds' pooled hit ratio is back
+/// to the one of the (up to 5) seconds before the fault, and at the latest
+/// `window` seconds after it. `spans` are in the order of [`plan`].
+pub fn cache_residues(
+    exp: &Experiment,
+    variant: &str,
+    spans: &mut [TriggerSpan],
+    seconds: &[run_report::Second],
+    window: Duration,
+) {
+    let emptying = exp
+        .timeline
+        .iter()
+        .filter(|e| e.trigger && e.applies_to(variant))
+        .map(|e| matches!(&e.op, TimelineOp::Admin(c) if is_cache_emptying(c)));
+    let ratio = |from: u32, to: u32| {
+        let (h, m) = seconds
+            .iter()
+            .filter(|s| s.t >= from && s.t < to)
+            .fold((0u64, 0u64), |(h, m), s| {
+                (h + s.cache_hits, m + s.cache_misses)
+            });
+        (h + m > 0).then(|| h as f64 / (h + m) as f64)
+    };
+    for (span, cache) in spans.iter_mut().zip(emptying) {
+        if !cache {
+            continue;
+        }
+        let at = span.start_s.max(0.0) as u32;
+        let latest = span.start_s + window.as_secs_f64();
+        let Some(before) = ratio(at.saturating_sub(5), at) else {
+            span.residue_end_s = Some(latest);
+            span.residue = "no cache reads before it: over after the recovery window".into();
+            continue;
+        };
+        let back =
+            (at + 1..latest.ceil() as u32).find(|&t| ratio(t, t + 3).is_some_and(|r| r >= before));
+        match back {
+            Some(t) => {
+                span.residue_end_s = Some(f64::from(t));
+                span.residue = format!(
+                    "the hit ratio was back to {:.0} % (as before it) at {t} s",
+                    before * 100.0
+                );
+            }
+            None => {
+                span.residue_end_s = Some(latest);
+                span.residue = format!(
+                    "the hit ratio had not come back to {:.0} % within the recovery window ({} s)",
+                    before * 100.0,
+                    window.as_secs()
+                );
+            }
+        }
+    }
 }
 
 /// What the system answered about a trigger's documents.
@@ -297,8 +369,8 @@ mod tests {
         let e = load("retry-storm", false);
         let w = plan(&e, "before-fix");
         // The cache fill at 0 s is a standing condition (trigger: false).
-        assert_eq!(w.len(), 4);
-        assert!(w.iter().all(|t| t.documents.len() == 4));
+        let sizes: Vec<usize> = w.iter().map(|t| t.documents.len()).collect();
+        assert_eq!(sizes, vec![4, 4, 4, 6, 6]);
         assert_eq!(w[0].undone, Some(Duration::from_secs(7)));
         // The documents watched are the ones the runner submits, with their pages.
         let cap = crate::runner::Capacity {
@@ -319,6 +391,59 @@ mod tests {
         // Operators' actions are not triggers.
         let z = load("zone-failover", false);
         assert_eq!(plan(&z, "before-fix").len(), 1);
+    }
+
+    #[test]
+    fn a_cache_flush_is_over_when_the_hit_ratio_is_back() {
+        let text = std::fs::read_to_string(format!(
+            "{}/../experiments/retry-storm.yaml",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+        .replace(
+            "  - { at: 7s, fault: { oversized_documents: { tenant: t7, count: 4, min_pages: 300, max_pages: 800 } } }\n  - { at: 30s",
+            "  - { at: 7s, fault: { cache_flush: { share: 1.0 } } }\n  - { at: 30s",
+        );
+        let e = crate::experiment::parse(&text, "flush.yaml", false).unwrap();
+        let plan = plan(&e, "before-fix");
+        assert_eq!(plan[0].undone, Some(Duration::from_secs(7)));
+        // 50 % hits before, none after the flush, back from 11 s.
+        let seconds: Vec<run_report::Second> = (0..30)
+            .map(|t| {
+                let hits = if (7..11).contains(&t) { 0 } else { 10 };
+                run_report::Second {
+                    t,
+                    cache_hits: hits,
+                    cache_misses: 20 - hits,
+                    ..Default::default()
+                }
+            })
+            .collect();
+        let mut spans: Vec<TriggerSpan> = plan
+            .iter()
+            .map(|w| TriggerSpan::undone_at(&w.label, w.at.as_secs_f64(), Some(w.at.as_secs_f64())))
+            .collect();
+        cache_residues(
+            &e,
+            "before-fix",
+            &mut spans,
+            &seconds,
+            Duration::from_secs(8),
+        );
+        assert_eq!(spans[0].residue_end_s, Some(11.0), "{:?}", spans[0]);
+        assert!(spans[0].residue.contains("back to 50 %"));
+        // Never back: over after the window.
+        let flat: Vec<run_report::Second> = seconds
+            .iter()
+            .map(|s| run_report::Second {
+                cache_hits: if s.t < 7 { 10 } else { 0 },
+                ..s.clone()
+            })
+            .collect();
+        cache_residues(&e, "before-fix", &mut spans, &flat, Duration::from_secs(8));
+        assert_eq!(spans[0].residue_end_s, Some(15.0));
+        // The other triggers are left as they were.
+        assert_eq!(spans[1].residue_end_s, Some(30.0));
     }
 
     #[test]

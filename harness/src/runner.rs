@@ -305,7 +305,14 @@ async fn drive_variant(
     let _ = done_tx.send(true);
     timeline_task.abort();
     let (seconds, last) = sampler.await.context("sampler task")?;
-    let triggers = residues.await.context("residue watcher task")?;
+    let mut triggers = residues.await.context("residue watcher task")?;
+    crate::residue::cache_residues(
+        exp,
+        &v.name,
+        &mut triggers,
+        &seconds,
+        Duration::from_secs(u64::from(exp.analysis.recovery_window_s)),
+    );
     progress.finish();
     let load = load_result.context("driving the load with goose")?;
 

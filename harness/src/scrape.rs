@@ -29,6 +29,8 @@ pub const READ: &[(Metric, &[&str])] = &[
     (names::CACHE_WRITES_ACKED_TOTAL, &[]),
     (names::CACHE_WRITES_LOST_TOTAL, &["cache_writes_lost"]),
     (names::CACHE_WRITE_ERRORS_TOTAL, &["cache_write_errors"]),
+    (names::CACHE_HITS_TOTAL, &[]),
+    (names::CACHE_MISSES_TOTAL, &[]),
     (
         names::GPU_PAGES_COMPUTED_TOTAL,
         &["duplicate_compute_share"],
@@ -174,6 +176,8 @@ pub fn fill_second(s: &mut Second, now: &Scrape, prev: &Scrape) {
     s.cache_writes_acked = delta(now, prev, names::CACHE_WRITES_ACKED_TOTAL.name, &[]);
     s.cache_writes_lost = delta(now, prev, names::CACHE_WRITES_LOST_TOTAL.name, &[]);
     s.cache_write_errors = delta(now, prev, names::CACHE_WRITE_ERRORS_TOTAL.name, &[]);
+    s.cache_hits = delta(now, prev, names::CACHE_HITS_TOTAL.name, &[]);
+    s.cache_misses = delta(now, prev, names::CACHE_MISSES_TOTAL.name, &[]);
     s.pages_computed = delta(now, prev, names::GPU_PAGES_COMPUTED_TOTAL.name, &[]);
     s.pages_recomputed = delta(now, prev, names::GPU_PAGES_RECOMPUTED_TOTAL.name, &[]);
     s.orphan_pages = delta(now, prev, names::GPU_ORPHAN_PAGES_TOTAL.name, &[]);

@@ -24,6 +24,12 @@ pub enum AdminCommand {
     CacheOnFull {
         on_full: OnFull,
     },
+    /// Drop this share (0, 1] of the cache's entries at random (a flush).
+    CacheFlush {
+        share: f64,
+    },
+    /// The cache comes back empty, as after a restart (a cold cache).
+    CacheRestart,
     /// Set a zone's worker slots (all zones when `zone` is absent).
     SetSlots {
         #[serde(default)]
@@ -174,6 +180,9 @@ impl AdminCommand {
             }
             AdminCommand::SetGatewayAttempts { attempts } if *attempts > 100 => {
                 bad("attempts", "must be at most 100")
+            }
+            AdminCommand::CacheFlush { share } if !(*share > 0.0 && *share <= 1.0) => {
+                bad("share", "must be in (0, 1]: the share of entries dropped")
             }
             AdminCommand::ZoneFail { ratio, .. } if !(0.0..=1.0).contains(ratio) => {
                 bad("ratio", "must be in [0, 1]")

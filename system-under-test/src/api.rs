@@ -71,8 +71,8 @@ pub enum RejectReason {
     Throttled,
     /// The processing deadline passed.
     Deadline,
-    /// The server is shutting down.
-    ShuttingDown,
+    /// The job table of asynchronous submission is full (`POST /v1/jobs`).
+    JobTableFull,
 }
 
 impl RejectReason {
@@ -88,7 +88,7 @@ impl RejectReason {
             RejectReason::AllocationsStopped => "allocations_stopped",
             RejectReason::Throttled => "throttled",
             RejectReason::Deadline => "deadline",
-            RejectReason::ShuttingDown => "shutting_down",
+            RejectReason::JobTableFull => "job_table_full",
         }
     }
 
@@ -104,7 +104,7 @@ impl RejectReason {
         RejectReason::AllocationsStopped,
         RejectReason::Throttled,
         RejectReason::Deadline,
-        RejectReason::ShuttingDown,
+        RejectReason::JobTableFull,
     ];
 }
 
@@ -131,3 +131,20 @@ impl Reply {
         matches!(self, Reply::Ok { .. })
     }
 }
+
+/// `POST /v1/jobs` answers this (202), with `Location: /v1/jobs/{job}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobAccepted {
+    pub job: u64,
+}
+
+/// `GET /v1/jobs/{id}` answers this (202) while the job is pending, with
+/// `Retry-After` / `Retry-After-Ms` saying when to ask again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobPending {
+    pub job: u64,
+    pub status: String,
+}
+
+/// Where asynchronous submission lives: `POST` here, `GET` here + `/{id}`.
+pub const JOBS_PATH: &str = "/v1/jobs";

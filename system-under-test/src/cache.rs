@@ -52,6 +52,11 @@ pub trait ResultCache: Send + Sync + 'static {
     async fn fill(&self, entries: u64) -> Result<u64, CacheError>;
     /// Fault: fill to the storage limit.
     async fn fill_to_limit(&self) -> Result<u64, CacheError>;
+    /// Fault: drop this share (0, 1] of the entries, chosen at random (1 =
+    /// everything, a cold cache). Returns how many were dropped. Dropped
+    /// results are not lost writes: the cache did not acknowledge and then
+    /// discard them, an operator or a restart removed them.
+    async fn flush(&self, share: f64) -> Result<u64, CacheError>;
     /// Operator / fault: switch what happens at the limit.
     fn set_on_full(&self, on_full: OnFull);
     fn stats(&self) -> CacheStats;
@@ -189,6 +194,25 @@ impl ResultCache for MemoryCache {
         Ok(self.fill_locked(&mut st, u64::MAX))
     }
 
+    async fn flush(&self, share: f64) -> Result<u64, CacheError> {
+        let mut st = self.state.lock().expect("cache lock");
+        let n = st.map.len();
+        if share >= 1.0 {
+            st.map.clear();
+            st.order.clear();
+            return Ok(n as u64);
+        }
+        let drop = ((n as f64) * share.max(0.0)).round() as usize;
+        let mut rng = rand::rng();
+        for _ in 0..drop {
+            let i = rng.random_range(0..st.order.len());
+            if let Some(victim) = st.order.swap_remove_back(i) {
+                st.map.remove(&victim);
+            }
+        }
+        Ok(drop as u64)
+    }
+
     fn set_on_full(&self, on_full: OnFull) {
         self.state.lock().expect("cache lock").on_full = on_full;
     }
@@ -261,6 +285,28 @@ mod tests {
         assert_eq!(c.stats().entries, 4);
         assert_eq!(c.get(9).await, Some(18));
         assert_eq!(c.get(0).await, None);
+    }
+
+    #[tokio::test]
+    async fn flush_drops_its_share_at_random_and_a_full_flush_empties() {
+        let c = MemoryCache::new(&CacheConfig {
+            capacity: 1000,
+            on_full: OnFull::Error,
+            ..CacheConfig::default()
+        });
+        for d in 0..100 {
+            c.put(d, d).await.unwrap();
+        }
+        assert_eq!(c.flush(0.3).await.unwrap(), 30);
+        assert_eq!(c.stats().entries, 70);
+        let mut left = 0;
+        for d in 0..100 {
+            left += u64::from(c.get(d).await.is_some());
+        }
+        assert_eq!(left, 70);
+        assert_eq!(c.flush(1.0).await.unwrap(), 70);
+        assert_eq!(c.stats().entries, 0);
+        assert_eq!(c.stats().writes_lost, 0, "a flush is not a lost write");
     }
 
     #[tokio::test]

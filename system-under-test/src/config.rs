@@ -26,6 +26,8 @@ pub struct SystemConfig {
     pub failure_cache: FailureCacheConfig,
     pub gateway: GatewayConfig,
     pub router: RouterConfig,
+    /// Asynchronous submission (`POST /v1/jobs`).
+    pub jobs: JobsConfig,
     /// Token required by the admin API (`Authorization: Bearer <token>`).
     pub admin_token: String,
     /// Bound on concurrent HTTP connections the server accepts work from.
@@ -44,6 +46,7 @@ impl Default for SystemConfig {
             failure_cache: FailureCacheConfig::default(),
             gateway: GatewayConfig::default(),
             router: RouterConfig::default(),
+            jobs: JobsConfig::default(),
             admin_token: "local-admin-token".into(),
             max_concurrent_requests: 10_000,
         }
@@ -251,6 +254,27 @@ impl Default for FailureCacheConfig {
     }
 }
 
+/// The job table of asynchronous submission: bounded, and a finished job is
+/// forgotten `ttl` after it finished.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct JobsConfig {
+    /// Jobs held at most, pending and finished; beyond it `POST /v1/jobs` is 503.
+    pub capacity: u64,
+    /// How long a finished job's result stays readable.
+    #[serde(with = "humantime_serde")]
+    pub ttl: Duration,
+}
+
+impl Default for JobsConfig {
+    fn default() -> Self {
+        JobsConfig {
+            capacity: 100_000,
+            ttl: Duration::from_secs(60),
+        }
+    }
+}
+
 /// The internal-services layer in front of the pools.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -391,6 +415,15 @@ impl SystemConfig {
         }
         if !(0.0..=1.0).contains(&self.cache.drop_ratio) {
             return Err(bad("cache.drop_ratio", "must be in [0, 1]"));
+        }
+        if self.jobs.capacity == 0 {
+            return Err(bad("jobs.capacity", "must be >= 1"));
+        }
+        if self.jobs.ttl.is_zero() {
+            return Err(bad(
+                "jobs.ttl",
+                "must be > 0: a finished job must stay readable",
+            ));
         }
         if self.failure_cache.capacity == 0 {
             return Err(bad("failure_cache.capacity", "must be >= 1"));

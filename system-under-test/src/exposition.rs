@@ -65,6 +65,17 @@ impl System {
         c(&mut e, &names::GATEWAY_REDIRECTED_TOTAL, g.redirected.get());
         c(
             &mut e,
+            &names::JOBS_SUBMITTED_TOTAL,
+            self.jobs_submitted.get(),
+        );
+        c(
+            &mut e,
+            &names::JOBS_REJECTED_TOTAL,
+            self.jobs_rejected.get(),
+        );
+        e.put(&names::JOBS_HELD, &[], self.jobs.len() as f64);
+        c(
+            &mut e,
             &names::DISTINCT_DOCUMENTS_TOTAL,
             g.distinct_documents.get(),
         );

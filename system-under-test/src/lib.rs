@@ -21,6 +21,7 @@ mod exposition;
 pub(crate) mod failure_cache;
 pub(crate) mod gateway;
 pub(crate) mod inflight;
+pub(crate) mod jobs;
 pub mod metric_names;
 pub(crate) mod metrics;
 pub(crate) mod pool;
@@ -38,7 +39,10 @@ pub(crate) mod zone_pool;
 // configuration, its wire types, its admin commands and queries, its metric
 // contract, and the Redis server it can start for an embedded run.
 pub use admin::{AdminCommand, AdminError, DocumentRef, WorkInProgress, WorkQuery, WORK_PATH};
-pub use api::{ErrorBody, ExtractRequest, ExtractResponse, RejectReason, Reply, ResultSource};
+pub use api::{
+    ErrorBody, ExtractRequest, ExtractResponse, JobAccepted, JobPending, RejectReason, Reply,
+    ResultSource, JOBS_PATH,
+};
 pub use config::SystemConfig;
 pub use redis_server::RedisServer;
 pub use retry_after::RETRY_AFTER_MS;

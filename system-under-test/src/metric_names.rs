@@ -192,8 +192,25 @@ pub const EXECUTOR_INFO: Metric = gauge(
     "The page executor; fallback=\"true\" means no GPU adapter was found.",
 );
 
+// Asynchronous submission.
+pub const JOBS_SUBMITTED_TOTAL: Metric = counter(
+    "sut_jobs_submitted_total",
+    "Jobs accepted by POST /v1/jobs.",
+);
+pub const JOBS_REJECTED_TOTAL: Metric = counter(
+    "sut_jobs_rejected_total",
+    "Jobs refused because the job table was full.",
+);
+pub const JOBS_HELD: Metric = gauge(
+    "sut_jobs_held",
+    "Jobs in the table, pending or finished and not yet expired.",
+);
+
 /// Every series, in the order they are exported.
 pub const ALL: &[Metric] = &[
+    JOBS_SUBMITTED_TOTAL,
+    JOBS_REJECTED_TOTAL,
+    JOBS_HELD,
     GATEWAY_REQUESTS_TOTAL,
     GATEWAY_OK_TOTAL,
     GATEWAY_REJECTED_TOTAL,

@@ -9,7 +9,11 @@
 //! `run` stops accepting on the shutdown signal and drains what is in flight.
 
 use crate::admin::{AdminCommand, AdminError, WorkQuery, WORK_PATH};
-use crate::api::{ErrorBody, ExtractRequest, ExtractResponse, RejectReason, Reply};
+use crate::api::{
+    ErrorBody, ExtractRequest, ExtractResponse, JobAccepted, JobPending, RejectReason, Reply,
+    JOBS_PATH,
+};
+use crate::jobs::JobView;
 use crate::retry_after::RETRY_AFTER_MS;
 use crate::system::System;
 use axum::extract::{ConnectInfo, State};
@@ -29,6 +33,8 @@ pub fn router(system: Arc<System>) -> Router {
     Router::new()
         .route("/v1/extract", post(extract))
         .route("/v1/pool/extract", post(pool_extract))
+        .route(JOBS_PATH, post(submit_job))
+        .route(&format!("{JOBS_PATH}/{{id}}"), get(read_job))
         .route("/metrics", get(metrics))
         .route("/healthz", get(|| async { "ok" }))
         .route("/admin/command", post(admin_command))
@@ -90,6 +96,73 @@ async fn extract(State(sys): State<Arc<System>>, body: axum::body::Bytes) -> Res
         }
     };
     reply_response(req.document, req.pages, out.reply, out.zone)
+}
+
+/// `POST /v1/jobs`: accepted at once (202) unless the job table is full
+/// (503); the document then runs the synchronous path, detached.
+async fn submit_job(State(sys): State<Arc<System>>, body: axum::body::Bytes) -> Response {
+    let req = match parse_request(&body) {
+        Ok(r) => r,
+        Err(bad) => return bad.into_response(),
+    };
+    let Ok(id) = sys.jobs.submit(req.document, req.pages) else {
+        sys.jobs_rejected.inc();
+        let full = Reply::Overloaded {
+            retry_after: sys.config.gateway.fallback_retry_after,
+            reason: RejectReason::JobTableFull,
+        };
+        return reply_response(req.document, req.pages, full, String::new());
+    };
+    sys.jobs_submitted.inc();
+    let worker = sys.clone();
+    tokio::spawn(async move {
+        let out = worker
+            .gateway
+            .handle(&req.tenant, req.document, req.pages)
+            .await;
+        worker.jobs.finish(id, out.reply, out.zone);
+    });
+    let mut headers = HeaderMap::new();
+    if let Ok(v) = HeaderValue::from_str(&format!("{JOBS_PATH}/{id}")) {
+        headers.insert(header::LOCATION, v);
+    }
+    (StatusCode::ACCEPTED, headers, Json(JobAccepted { job: id })).into_response()
+}
+
+/// `GET /v1/jobs/{id}`: 202 with when to ask again while pending, then the
+/// synchronous path's answer; 404 unknown or expired, 400 malformed.
+async fn read_job(
+    State(sys): State<Arc<System>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Response {
+    let Ok(id) = id.parse::<u64>() else {
+        return (StatusCode::BAD_REQUEST, "a job id is a number\n").into_response();
+    };
+    match sys.jobs.get(id) {
+        None => (StatusCode::NOT_FOUND, "no such job (unknown, or expired)\n").into_response(),
+        Some(JobView::Pending { .. }) => {
+            // Ask again in a tenth of the pool deadline: long enough not to
+            // add load, short against the document's own processing.
+            let after = (sys.config.pool.deadline / 10).max(Duration::from_millis(10));
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(after.as_secs_f64().ceil().max(1.0) as u64),
+            );
+            headers.insert(RETRY_AFTER_MS, HeaderValue::from(after.as_millis() as u64));
+            let body = JobPending {
+                job: id,
+                status: "pending".into(),
+            };
+            (StatusCode::ACCEPTED, headers, Json(body)).into_response()
+        }
+        Some(JobView::Done {
+            reply,
+            zone,
+            document,
+            pages,
+        }) => reply_response(document, pages, reply, zone),
+    }
 }
 
 /// A gateway's attempt at this process's pool (`--role pool`). Detached like

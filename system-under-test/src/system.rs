@@ -35,6 +35,10 @@ pub struct System {
     /// Admin API open to non-loopback peers (token still required): for pool
     /// and gateway processes in containers, whose callers are other hosts.
     pub(crate) admin_from_any_peer: bool,
+    /// Asynchronous submission's jobs, and how many were taken or refused.
+    pub(crate) jobs: crate::jobs::JobTable,
+    pub(crate) jobs_submitted: crate::metrics::Counter,
+    pub(crate) jobs_rejected: crate::metrics::Counter,
 }
 
 /// How a process runs the system (the `sut` binary's flags).
@@ -131,6 +135,9 @@ impl System {
         let router = ZoneRouter::new(config.router.clone(), &names);
         let gateway = Gateway::new(pools, router, config.gateway.clone());
         Ok(Arc::new(System {
+            jobs: crate::jobs::JobTable::new(&config.jobs),
+            jobs_submitted: Default::default(),
+            jobs_rejected: Default::default(),
             config,
             role: opts.role,
             gateway,
@@ -231,10 +238,11 @@ impl System {
     /// backend (Redis) is filled once; per-process caches each get it.
     async fn forward_cache(&self, cmd: &AdminCommand) -> Result<String, AdminError> {
         let shared = matches!(self.config.cache.backend, CacheBackend::Redis(_));
-        let fill = !matches!(cmd, AdminCommand::CacheOnFull { .. });
+        // Commands that change the data (fill, flush) act once on a shared backend.
+        let on_data = !matches!(cmd, AdminCommand::CacheOnFull { .. });
         let mut details = Vec::new();
         for (i, r) in self.remote_pools().enumerate() {
-            if shared && fill && i > 0 {
+            if shared && on_data && i > 0 {
                 break;
             }
             details.push(r.apply(cmd).await?);
@@ -281,6 +289,25 @@ impl System {
                 cache.set_on_full(*on_full);
                 Ok(format!("cache on_full = {on_full:?}"))
             }
+            AdminCommand::CacheFlush { share } => {
+                let n = cache
+                    .flush(*share)
+                    .await
+                    .map_err(|e| AdminError::Cache(e.to_string()))?;
+                Ok(format!(
+                    "dropped {n} entries ({:.0} %); cache {}/{}",
+                    share * 100.0,
+                    cache.stats().entries,
+                    cache.stats().capacity
+                ))
+            }
+            AdminCommand::CacheRestart => {
+                let n = cache
+                    .flush(1.0)
+                    .await
+                    .map_err(|e| AdminError::Cache(e.to_string()))?;
+                Ok(format!("cache restarted cold ({n} entries gone)"))
+            }
             other => unreachable!("apply_cache is only called with cache commands, not {other:?}"),
         }
     }
@@ -290,7 +317,11 @@ impl System {
         use AdminCommand::*;
         cmd.validate()?;
         match cmd {
-            CacheFill { .. } | CacheFillToLimit | CacheOnFull { .. } => self.apply_cache(cmd).await,
+            CacheFill { .. }
+            | CacheFillToLimit
+            | CacheOnFull { .. }
+            | CacheFlush { .. }
+            | CacheRestart => self.apply_cache(cmd).await,
             SetSlots { zone, slots } => {
                 let n = self
                     .on_zones(zone, cmd, |p| p.gate().set_slots(*slots))

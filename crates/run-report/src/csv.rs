@@ -47,6 +47,8 @@ pub const SECOND_COLUMNS: &[Col<Second>] = &[
     ("cache_writes_acked", |s| u(s.cache_writes_acked)),
     ("cache_writes_lost", |s| u(s.cache_writes_lost)),
     ("cache_write_errors", |s| u(s.cache_write_errors)),
+    ("cache_hits", |s| u(s.cache_hits)),
+    ("cache_misses", |s| u(s.cache_misses)),
     ("pages_computed", |s| u(s.pages_computed)),
     ("pages_recomputed", |s| u(s.pages_recomputed)),
     ("rejected_early", |s| u(s.rejected_early)),

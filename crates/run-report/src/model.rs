@@ -257,6 +257,11 @@ pub struct Second {
     pub cache_writes_lost: u64,
     /// Cache writes that failed loudly (fix).
     pub cache_write_errors: u64,
+    /// Result cache reads that hit and that missed.
+    #[serde(default)]
+    pub cache_hits: u64,
+    #[serde(default)]
+    pub cache_misses: u64,
     pub pages_computed: u64,
     /// Pages computed that had been computed before (duplicate compute).
     pub pages_recomputed: u64,

@@ -226,6 +226,58 @@ impl ResultCache for RedisCache {
         self.write_filler(u64::MAX, true).await
     }
 
+    async fn flush(&self, share: f64) -> Result<u64, CacheError> {
+        let mut con = self.con.clone();
+        let before = bounded(redis::cmd("DBSIZE").query_async::<u64>(&mut con)).await?;
+        if share >= 1.0 {
+            bounded(redis::cmd("FLUSHDB").query_async::<()>(&mut con)).await?;
+            *self.acked.lock().expect("acked lock") = Default::default();
+            self.refresh().await;
+            return Ok(before);
+        }
+        // A random share of the keys, results and filler alike.
+        let mut cursor = 0u64;
+        let mut dropped = 0u64;
+        loop {
+            let (next, keys): (u64, Vec<String>) = bounded(
+                redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("COUNT")
+                    .arg(1000)
+                    .query_async(&mut con),
+            )
+            .await?;
+            // The thread-local generator is not Send: drawn before the next await.
+            let victims: Vec<String> = {
+                let mut rng = rand::rng();
+                keys.into_iter()
+                    .filter(|_| rand::Rng::random_bool(&mut rng, share.clamp(0.0, 1.0)))
+                    .collect()
+            };
+            if !victims.is_empty() {
+                {
+                    let mut g = self.acked.lock().expect("acked lock");
+                    for k in &victims {
+                        if let Some(doc) =
+                            k.strip_prefix("doc:").and_then(|d| d.parse::<u64>().ok())
+                        {
+                            g.0.remove(&doc);
+                            g.1.remove(&doc);
+                        }
+                    }
+                }
+                dropped +=
+                    bounded(redis::cmd("DEL").arg(&victims).query_async::<u64>(&mut con)).await?;
+            }
+            cursor = next;
+            if cursor == 0 {
+                break;
+            }
+        }
+        self.refresh().await;
+        Ok(dropped)
+    }
+
     fn set_on_full(&self, on_full: OnFull) {
         let policy = match on_full {
             OnFull::AckAndDrop => "allkeys-random",

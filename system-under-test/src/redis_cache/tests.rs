@@ -92,3 +92,30 @@ async fn noeviction_at_the_limit_refuses_writes_loudly() {
     assert_eq!(s.write_errors, refused);
     assert_eq!(s.writes_lost, 0, "nothing acknowledged is lost");
 }
+
+#[tokio::test]
+async fn flush_drops_a_share_for_real_and_is_not_a_lost_write() {
+    let Some(srv) = server(16.0, RedisPolicy::Noeviction) else {
+        return;
+    };
+    let c = RedisCache::connect(&srv.url()).await.unwrap();
+    for d in 0..400 {
+        c.put(d, d).await.unwrap();
+    }
+    let dropped = c.flush(0.5).await.unwrap();
+    // A random half: within 5 standard deviations of 200 (sd 10).
+    assert!((150..=250).contains(&dropped), "{dropped}");
+    let mut left = 0;
+    for d in 0..400 {
+        left += u64::from(c.get(d).await.is_some());
+    }
+    assert_eq!(left, 400 - dropped);
+    assert_eq!(
+        c.stats().writes_lost,
+        0,
+        "flushed results are not lost writes"
+    );
+    c.flush(1.0).await.unwrap();
+    assert_eq!(c.get(1).await, None);
+    assert_eq!(c.stats().writes_lost, 0);
+}

@@ -148,7 +148,7 @@ fn timeline_entry(
         TimelineOp::OversizedDocuments(od)
     } else {
         let cmd: sut::AdminCommand = serde_json::from_value(value.clone()).map_err(|e| {
-            cx.err(at_loc, &field, format!("{e}; expected one of cache_fill, cache_fill_to_limit, cache_on_full, set_slots, set_gpu_lanes, set_gpu_speed, set_gateway_attempts, zone_fail, zone_recover, zone_outage, zone_restore, stop_allocations, resume_allocations, throttle, oversized_documents"))
+            cx.err(at_loc, &field, format!("{e}; expected one of cache_fill, cache_fill_to_limit, cache_on_full, cache_flush, cache_restart, set_slots, set_gpu_lanes, set_gpu_speed, set_gateway_attempts, zone_fail, zone_recover, zone_outage, zone_restore, stop_allocations, resume_allocations, throttle, oversized_documents"))
         })?;
         cmd.validate().map_err(|e| match e {
             sut::AdminError::Field { field: f, why } => {
@@ -228,6 +228,8 @@ fn default_label(op: &TimelineOp) -> String {
             CacheFill { entries } => format!("cache fill {entries}"),
             CacheFillToLimit => "cache at limit".into(),
             CacheOnFull { on_full } => format!("cache on_full {on_full:?}"),
+            CacheFlush { share } => format!("cache flush {:.0}%", share * 100.0),
+            CacheRestart => "cache restart".into(),
             SetSlots { slots, .. } => format!("slots {slots}"),
             SetGpuLanes { lanes, .. } => format!("GPU lanes {lanes}"),
             SetGpuSpeed { factor, .. } => format!("GPU speed x{factor}"),
