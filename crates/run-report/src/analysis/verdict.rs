@@ -179,6 +179,18 @@ impl Verdict {
                  new documents/s were offered against {baseline_per_s:.1}/s in the baseline: \
                  plain overload, not a metastable failure"
             ),
+            Verdict::Recovered {
+                after_s,
+                degraded_s,
+            } => format!(
+                "back to its baseline {after_s:.0} s after the last trigger's residue ended; \
+                 degraded {degraded_s} s in all, only while triggers or their residues were \
+                 present or right after"
+            ),
+            Verdict::Stable => {
+                "no degraded second after warm-up: the triggers did not move it off its baseline"
+                    .into()
+            }
             Verdict::Inconclusive { reason, .. } | Verdict::NeverHealthy { reason } => {
                 format!("{}: {reason}", self.label())
             }
