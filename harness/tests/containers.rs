@@ -14,7 +14,7 @@ use std::sync::Arc;
 const SMALL: &str = r#"name: containers-smoke
 duration: 9s
 environment: containers
-analysis: { recovery_window: 1s, warmup: 1s }
+analysis: { recovery_window: 1s, warmup: 1s, min_baseline: 1s }
 system:
   zones: [az1, az2]
   executor: auto

@@ -113,27 +113,10 @@ pub fn parse_forms(
 /// Validates an experiment given as text; `file` names it in errors.
 pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, ExperimentError> {
     let cx = Ctx { file };
-    let raw: RawExperiment = serde_saphyr::from_str(text).map_err(|e| {
-        let (line, column) = e
-            .location()
-            .map(|l| (l.line(), l.column()))
-            .unwrap_or((0, 0));
-        ExperimentError {
-            file: file.to_string(),
-            line,
-            column,
-            field: field_of(&e.to_string()),
-            message: e.to_string(),
-        }
-    })?;
-    // The untyped tree, for merging variant overrides key by key.
-    let tree: serde_json::Value = serde_saphyr::from_str(text).map_err(|e| ExperimentError {
-        file: file.to_string(),
-        line: 0,
-        column: 0,
-        field: "(file)".into(),
-        message: e.to_string(),
-    })?;
+    let raw: RawExperiment = serde_saphyr::from_str(text).map_err(|e| yaml_error(file, &e))?;
+    // The untyped tree, for merging variant overrides key by key. It refuses
+    // what JSON cannot hold (`.inf`), which the typed parse may have let by.
+    let tree: serde_json::Value = serde_saphyr::from_str(text).map_err(|e| yaml_error(file, &e))?;
     let name = sections::name(&cx, &raw)?;
     let form = sections::form(&cx, &raw, quick)?;
     let environment = sections::environment(&cx, &raw)?;
@@ -166,6 +149,21 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
         source: text.to_string(),
         container_images: sections::container_images(&raw),
     })
+}
+
+/// A parse error, located where the YAML parser saw it.
+fn yaml_error(file: &str, e: &serde_saphyr::Error) -> ExperimentError {
+    let (line, column) = e
+        .location()
+        .map(|l| (l.line(), l.column()))
+        .unwrap_or((0, 0));
+    ExperimentError {
+        file: file.to_string(),
+        line,
+        column,
+        field: field_of(&e.to_string()),
+        message: e.to_string(),
+    }
 }
 
 /// Best effort: the field a serde message talks about (`unknown field `x``).
