@@ -96,7 +96,7 @@ enum Attempt {
 
 /// Runs one journey to its end; `planned` is when its first attempt was due.
 pub async fn run(ctx: Arc<JourneyContext>, doc: Document, planned: Instant) {
-    ctx.recorder.submitted();
+    ctx.recorder.submitted(doc.id);
     let end = journey(&ctx, &doc, planned).await;
     if end == JourneyEnd::Pending {
         ctx.recorder.pending();

@@ -46,6 +46,7 @@ pub enum AttemptOutcome {
 #[derive(Default)]
 struct Bucket {
     arrivals: u64,
+    repeats: u64,
     attempts: u64,
     distinct: HashSet<u64>,
     distinct_count: Option<u64>,
@@ -67,6 +68,8 @@ struct State {
     in_flight: u64,
     late: u64,
     cut_off: u64,
+    /// Every document id submitted so far, to tell a repeat from a first submission.
+    seen: HashSet<u64>,
     /// Watched documents: how and when (since the start) their journeys ended.
     watched: std::collections::HashMap<u64, Option<(JourneyEnd, Duration)>>,
 }
@@ -112,6 +115,7 @@ impl Recorder {
                 in_flight: 0,
                 late: 0,
                 cut_off: 0,
+                seen: HashSet::new(),
                 watched: Default::default(),
             }),
         }
@@ -131,11 +135,15 @@ impl Recorder {
         r
     }
 
-    /// A new document's journey begins.
-    pub fn submitted(&self) {
+    /// A submission's journey begins: a document's first, or a repeat of one
+    /// submitted before (a population's member drawn again).
+    pub fn submitted(&self, doc: u64) {
         let now = Instant::now();
         self.with_bucket(now, |b, st| {
             b.arrivals += 1;
+            if !st.seen.insert(doc) {
+                b.repeats += 1;
+            }
             st.integrity.submitted += 1;
             st.in_flight += 1;
         });
@@ -287,6 +295,7 @@ impl Recorder {
         run_report::Second {
             t: t as u32,
             arrivals: b.arrivals,
+            repeat_submissions: b.repeats,
             attempts: b.attempts,
             distinct_documents: distinct,
             ok: b.ok,
@@ -331,7 +340,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn buckets_by_second_and_accounts_documents() {
         let r = Recorder::new(Instant::now(), 5);
-        r.submitted();
+        r.submitted(1);
         r.attempt_sent(1);
         r.attempt_done(AttemptOutcome::Rejected, Duration::from_millis(3));
         tokio::time::sleep(Duration::from_millis(1200)).await;

@@ -154,6 +154,7 @@ pub fn plan_documents(exp: &Experiment, capacity: Capacity) -> Vec<Document> {
         &w.arrival,
         &w.pages,
         w.tenants,
+        w.population.as_ref(),
         exp.duration,
         capacity.docs_per_sec,
     );

@@ -29,8 +29,8 @@ pub const READ: &[(Metric, &[&str])] = &[
     (names::CACHE_WRITES_ACKED_TOTAL, &[]),
     (names::CACHE_WRITES_LOST_TOTAL, &["cache_writes_lost"]),
     (names::CACHE_WRITE_ERRORS_TOTAL, &["cache_write_errors"]),
-    (names::CACHE_HITS_TOTAL, &[]),
-    (names::CACHE_MISSES_TOTAL, &[]),
+    (names::CACHE_HITS_TOTAL, &["cache_hit_ratio"]),
+    (names::CACHE_MISSES_TOTAL, &["cache_hit_ratio"]),
     (
         names::GPU_PAGES_COMPUTED_TOTAL,
         &["duplicate_compute_share"],

@@ -5,8 +5,14 @@
 //! repeated. Arrivals are a Poisson process (exponential gaps) whose rate
 //! follows the experiment's profile; they never wait for responses, because
 //! a closed-loop generator slows down with the system and hides overload.
+//!
+//! Without a population every arrival is a new document. With one, each
+//! arrival draws a member of a finite population (uniformly, or by a Zipf
+//! law: a few hot documents and a long tail), so repeats hit the cache. A
+//! member is the same document every time it is drawn: its id, pages and
+//! tenant come from the seed and its index alone.
 
-use crate::experiment::{Arrival, OversizedDocuments, PageDistribution};
+use crate::experiment::{Arrival, OversizedDocuments, PageDistribution, Popularity, Population};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::time::Duration;
@@ -59,15 +65,50 @@ pub fn mean_pages(dist: &PageDistribution) -> f64 {
         / f64::from(n)
 }
 
+/// Member `k` of the population: the same document whenever it is drawn.
+pub fn member(seed: u64, k: u64, pages: &PageDistribution, tenants: u32) -> (u64, String, u32) {
+    let id = document_id(seed, 3, k);
+    let mut rng = StdRng::seed_from_u64(id);
+    let tenant = format!("t{}", rng.random_range(1..=tenants));
+    (id, tenant, sample_pages(pages, &mut rng))
+}
+
+/// Draws member indexes by the population's popularity.
+struct Draw {
+    size: u64,
+    zipf: Option<rand_distr::Zipf<f64>>,
+}
+
+impl Draw {
+    fn new(p: &Population) -> Draw {
+        let zipf = match p.popularity {
+            Popularity::Uniform => None,
+            // Validated: size >= 1 and 0 < s <= 10, which Zipf::new accepts.
+            Popularity::Zipf { s } => rand_distr::Zipf::new(p.size as f64, s).ok(),
+        };
+        Draw { size: p.size, zipf }
+    }
+
+    /// A member index in `0..size` (member 0 the most popular under Zipf).
+    fn next(&self, rng: &mut StdRng) -> u64 {
+        match &self.zipf {
+            Some(z) => (rand::Rng::sample(rng, z) as u64).clamp(1, self.size) - 1,
+            None => rng.random_range(0..self.size),
+        }
+    }
+}
+
 /// The regular traffic of one variant: every document with its planned time.
 pub fn schedule(
     seed: u64,
     arrival: &Arrival,
     pages: &PageDistribution,
     tenants: u32,
+    population: Option<&Population>,
     duration: Duration,
     capacity_docs_per_sec: f64,
 ) -> Vec<Document> {
+    let draw = population.map(Draw::new);
     let mut rng = StdRng::seed_from_u64(seed);
     let mut out = Vec::new();
     let mut t = 0.0f64;
@@ -89,13 +130,27 @@ pub fn schedule(
         if t >= end {
             break;
         }
-        let tenant = format!("t{}", rng.random_range(1..=tenants));
-        out.push(Document {
-            id: document_id(seed, 0, index),
-            tenant,
-            pages: sample_pages(pages, &mut rng),
-            planned: Duration::from_secs_f64(t),
-        });
+        let planned = Duration::from_secs_f64(t);
+        match &draw {
+            Some(d) => {
+                let (id, tenant, pages) = member(seed, d.next(&mut rng), pages, tenants);
+                out.push(Document {
+                    id,
+                    tenant,
+                    pages,
+                    planned,
+                });
+            }
+            None => {
+                let tenant = format!("t{}", rng.random_range(1..=tenants));
+                out.push(Document {
+                    id: document_id(seed, 0, index),
+                    tenant,
+                    pages: sample_pages(pages, &mut rng),
+                    planned,
+                });
+            }
+        }
         index += 1;
     }
     out
@@ -132,9 +187,9 @@ mod tests {
             sigma: 1.0,
             max: 200,
         };
-        let s1 = schedule(7, &a, &p, 8, Duration::from_secs(10), 0.0);
-        let s2 = schedule(7, &a, &p, 8, Duration::from_secs(10), 0.0);
-        let s3 = schedule(8, &a, &p, 8, Duration::from_secs(10), 0.0);
+        let s1 = schedule(7, &a, &p, 8, None, Duration::from_secs(10), 0.0);
+        let s2 = schedule(7, &a, &p, 8, None, Duration::from_secs(10), 0.0);
+        let s3 = schedule(8, &a, &p, 8, None, Duration::from_secs(10), 0.0);
         assert_eq!(s1, s2);
         assert_ne!(s1, s3);
     }
@@ -147,6 +202,7 @@ mod tests {
             &a,
             &PageDistribution::Fixed(1),
             1,
+            None,
             Duration::from_secs(100),
             200.0,
         );
@@ -170,6 +226,81 @@ mod tests {
         // Mean of lognormal(median 4, sigma 1) is 4 * e^0.5 = 6.6 (a little less with the clamp).
         let m = mean_pages(&p);
         assert!((6.0..6.8).contains(&m), "{m}");
+    }
+
+    fn population_schedule(popularity: Popularity, seed: u64) -> Vec<Document> {
+        let p = Population {
+            size: 2000,
+            popularity,
+        };
+        schedule(
+            seed,
+            &Arrival::Constant(Rate::PerSec(1000.0)),
+            &PageDistribution::Lognormal {
+                median: 4.0,
+                sigma: 1.0,
+                max: 50,
+            },
+            8,
+            Some(&p),
+            Duration::from_secs(100),
+            0.0,
+        )
+    }
+
+    #[test]
+    fn a_population_repeats_its_members_the_same_way_every_run() {
+        let a = population_schedule(Popularity::Zipf { s: 1.1 }, 5);
+        let b = population_schedule(Popularity::Zipf { s: 1.1 }, 5);
+        assert_eq!(a, b, "seeded");
+        let ids: std::collections::HashSet<u64> = a.iter().map(|d| d.id).collect();
+        assert!(ids.len() <= 2000 && ids.len() > 100, "{}", ids.len());
+        // A member is the same document each time: same pages, same tenant.
+        let mut seen = std::collections::HashMap::new();
+        for d in &a {
+            let first = seen.entry(d.id).or_insert((d.pages, d.tenant.clone()));
+            assert_eq!(*first, (d.pages, d.tenant.clone()));
+        }
+        // Without a population, nothing repeats (and the old schedule is unchanged).
+        let plain = schedule(
+            5,
+            &Arrival::Constant(Rate::PerSec(1000.0)),
+            &PageDistribution::Fixed(2),
+            8,
+            None,
+            Duration::from_secs(10),
+            0.0,
+        );
+        let plain_ids: std::collections::HashSet<u64> = plain.iter().map(|d| d.id).collect();
+        assert_eq!(plain_ids.len(), plain.len());
+    }
+
+    #[test]
+    fn the_top_zipf_document_is_drawn_as_often_as_the_law_says() {
+        let s = 1.1f64;
+        let a = population_schedule(Popularity::Zipf { s }, 9);
+        let top = member(
+            9,
+            0,
+            &PageDistribution::Lognormal {
+                median: 4.0,
+                sigma: 1.0,
+                max: 50,
+            },
+            8,
+        )
+        .0;
+        let observed = a.iter().filter(|d| d.id == top).count() as f64 / a.len() as f64;
+        let h: f64 = (1..=2000).map(|k| (k as f64).powf(-s)).sum();
+        let expected = 1.0 / h;
+        assert!(
+            (observed - expected).abs() <= 0.1 * expected,
+            "top document {observed:.4} of arrivals, theory {expected:.4}"
+        );
+        // Uniform: the same member at about 1/2000.
+        let u = population_schedule(Popularity::Uniform, 9);
+        let n0 = u.iter().filter(|d| d.id == top).count() as f64 / u.len() as f64;
+        assert!(n0 < 4.0 / 2000.0, "{n0}");
     }
 
     #[test]

@@ -49,6 +49,7 @@ pub const SECOND_COLUMNS: &[Col<Second>] = &[
     ("cache_write_errors", |s| u(s.cache_write_errors)),
     ("cache_hits", |s| u(s.cache_hits)),
     ("cache_misses", |s| u(s.cache_misses)),
+    ("repeat_submissions", |s| u(s.repeat_submissions)),
     ("pages_computed", |s| u(s.pages_computed)),
     ("pages_recomputed", |s| u(s.pages_recomputed)),
     ("rejected_early", |s| u(s.rejected_early)),

@@ -31,6 +31,8 @@ use std::fmt;
 /// | `amplification_mean` | W | | whole run: attempts / arrivals; windowed: attempts / distinct documents, summed over the window |
 /// | `gateway_amplification` | W | | gateway attempts to pools / client attempts |
 /// | `duplicate_compute_share` | W | | pages recomputed / pages computed |
+/// | `cache_hit_ratio` | W | | result cache reads that hit / all reads, summed over the window |
+/// | `repeat_submissions` | W | | submissions of a document submitted before in the variant (a population's repeats, sum) |
 /// | `cache_writes_lost` | W | | cache writes acknowledged but lost (sum) |
 /// | `cache_write_errors` | W | | cache writes that failed loudly (sum) |
 /// | `slots_held_by_waiters_peak` | W | | most worker slots held by requests waiting on a duplicate |
@@ -64,6 +66,8 @@ pub const METRICS: &[&str] = &[
     "amplification_mean",
     "gateway_amplification",
     "duplicate_compute_share",
+    "cache_hit_ratio",
+    "repeat_submissions",
     "cache_writes_lost",
     "cache_write_errors",
     "slots_held_by_waiters_peak",
@@ -98,6 +102,8 @@ pub const WINDOWED_METRICS: &[&str] = &[
     "amplification_mean",
     "gateway_amplification",
     "duplicate_compute_share",
+    "cache_hit_ratio",
+    "repeat_submissions",
     "cache_writes_lost",
     "cache_write_errors",
     "slots_held_by_waiters_peak",
@@ -290,6 +296,14 @@ fn run_metric_value(
         "amplification_mean" => need(amp::amplification_mean_run(s), "no arrivals")?,
         "gateway_amplification" => need(amp::gateway_amplification(s), "no client attempts")?,
         "duplicate_compute_share" => need(amp::duplicate_compute_share(s), "no pages computed")?,
+        "cache_hit_ratio" => need(
+            crate::series::ratio(
+                sum(s, |x| x.cache_hits),
+                sum(s, |x| x.cache_hits + x.cache_misses),
+            ),
+            "no cache read",
+        )?,
+        "repeat_submissions" => sum(s, |x| x.repeat_submissions) as f64,
         "cache_writes_lost" => sum(s, |x| x.cache_writes_lost) as f64,
         "cache_write_errors" => sum(s, |x| x.cache_write_errors) as f64,
         "rejected_early" => sum(s, |x| x.rejected_early) as f64,

@@ -216,6 +216,10 @@ pub struct Second {
     pub t: u32,
     /// New documents submitted (first attempts sent).
     pub arrivals: u64,
+    /// Of those, submissions of a document submitted before in this variant
+    /// (a population's member drawn again); the rest are first submissions.
+    #[serde(default)]
+    pub repeat_submissions: u64,
     /// Client attempts sent (first attempts and retries).
     pub attempts: u64,
     /// Distinct documents with at least one attempt sent in this second.

@@ -95,7 +95,28 @@ pub struct Workload {
     pub arrival: Arrival,
     pub pages: PageDistribution,
     pub tenants: u32,
+    /// The finite population arrivals draw from; `None`: every document new.
+    pub population: Option<Population>,
     pub max_in_flight: u64,
+}
+
+/// A finite population of documents, fixed by the seed (ids, pages, tenants).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Population {
+    pub size: u64,
+    pub popularity: Popularity,
+}
+
+/// How often each member of a population is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Popularity {
+    /// Every member equally often.
+    #[default]
+    Uniform,
+    /// Member k (from 1) with probability proportional to k^-s: a few hot
+    /// documents and a long tail.
+    Zipf { s: f64 },
 }
 
 /// Documents per second over time; `Capacity` shares are resolved after calibration.

@@ -146,6 +146,19 @@ pub struct RawStep {
 pub struct RawDocuments {
     pub pages: Spanned<PageDistribution>,
     pub tenants: Spanned<u32>,
+    /// A finite population the arrivals draw from (repeats hit the cache);
+    /// without it every document is new.
+    #[serde(default)]
+    pub population: Option<Spanned<RawPopulation>>,
+}
+
+/// `population: { size: 2000, popularity: uniform | { zipf: { s: 1.1 } } }`.
+#[derive(Debug, Deserialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RawPopulation {
+    pub size: u64,
+    #[serde(default)]
+    pub popularity: super::Popularity,
 }
 
 /// Pages per document.

@@ -34,6 +34,10 @@ pub struct EffectFigures {
     pub cache_writes_lost_per_s: Option<f64>,
     /// GPU pages computed, per second (the work being done).
     pub gpu_pages_per_s: Option<f64>,
+    /// Result cache reads that hit / all reads: a cache that stays cold makes
+    /// every repeat cost a computation (the look-aside cache case).
+    #[serde(default)]
+    pub cache_hit_ratio: Option<f64>,
 }
 
 /// The figures over `seconds`.
@@ -58,6 +62,10 @@ pub fn figures(seconds: &[&Second]) -> EffectFigures {
             .then(|| seconds.iter().map(|s| s.slots_held_by_waiters).sum::<f64>() / n),
         cache_writes_lost_per_s: per_s(sum(seconds, |s| s.cache_writes_lost)),
         gpu_pages_per_s: per_s(pages),
+        cache_hit_ratio: ratio(
+            sum(seconds, |s| s.cache_hits),
+            sum(seconds, |s| s.cache_hits + s.cache_misses),
+        ),
     }
 }
 
@@ -96,7 +104,7 @@ impl SustainingEffect {
     pub fn summary(&self) -> String {
         if self.named.is_empty() {
             "no work amplification above the baseline was measured (retries, gateway attempts, \
-             wasted GPU pages, slots held by waiters, lost cache writes)"
+             wasted GPU pages, slots held by waiters, lost cache writes, a cold cache)"
                 .into()
         } else {
             self.named.join("; ")
@@ -187,6 +195,14 @@ fn name_effects(m: &EffectFigures, b: &EffectFigures) -> Vec<String> {
             ));
         }
     }
+    if let (Some(h), Some(hb)) = (m.cache_hit_ratio, b.cache_hit_ratio) {
+        if hb >= 0.10 && h <= hb - 0.20 {
+            named.push((
+                1.0 + 10.0 * (hb - h),
+                format!("cold cache: {} of reads hit (baseline {})", pct(h), pct(hb)),
+            ));
+        }
+    }
     named.sort_by(|a, b| b.0.total_cmp(&a.0));
     named.into_iter().map(|(_, s)| s).collect()
 }
@@ -260,5 +276,33 @@ mod tests {
         let text = e.summary();
         assert!(text.contains("no new document"), "{text}");
         assert!(text.contains("no page delivered"), "{text}");
+    }
+
+    #[test]
+    fn a_cache_that_stays_cold_is_named() {
+        let warm = Second {
+            cache_hits: 60,
+            cache_misses: 40,
+            ..sec(20, 20, 20, 40, 40, 0)
+        };
+        let cold = Second {
+            cache_hits: 5,
+            cache_misses: 95,
+            ..sec(20, 20, 20, 40, 40, 0)
+        };
+        let b = figures(&[&warm]);
+        let text = SustainingEffect::measure(&[&cold], 0, 1, &b).summary();
+        assert!(
+            text.contains("cold cache: 5 % of reads hit (baseline 60 %)"),
+            "{text}"
+        );
+        // A cache that never held anything is not a sustaining effect.
+        let none = figures(&[&Second {
+            cache_misses: 100,
+            ..Second::default()
+        }]);
+        assert!(SustainingEffect::measure(&[&cold], 0, 1, &none)
+            .named
+            .is_empty());
     }
 }

@@ -6,7 +6,9 @@
 //! 2. failure ratio, with the wave threshold and detected waves marked;
 //! 3. worker slots busy and held by waiters (slots total dashed);
 //! 4. cache writes lost/s and pages recomputed/s;
-//! 5. failure ratio per zone, when the system has zones.
+//! 5. the result cache's hit ratio and the share of repeat submissions,
+//!    when the traffic repeats documents (a population);
+//! 6. failure ratio per zone, when the system has zones.
 //!
 //! Faults and operator actions are shaded on every panel and labelled on the
 //! first; each trigger's residue (its work still in the system after the
@@ -33,12 +35,14 @@ fn has_zones(run: &RunData) -> bool {
         .any(|v| v.seconds.iter().any(|s| !s.zones.is_empty()))
 }
 
+fn has_repeats(run: &RunData) -> bool {
+    run.variants
+        .iter()
+        .any(|v| v.seconds.iter().any(|s| s.repeat_submissions > 0))
+}
+
 fn panels_per_variant(run: &RunData) -> u32 {
-    if has_zones(run) {
-        5
-    } else {
-        4
-    }
+    4 + u32::from(has_zones(run)) + u32::from(has_repeats(run))
 }
 
 fn groups(run: &RunData) -> u32 {
@@ -178,6 +182,34 @@ fn panels(run: &RunData, v: &VariantRun, a: Option<&VariantAnalysis>, sc: &Scale
         fmt_count,
     );
     let mut out = vec![traffic, failure, slots, cache];
+    if has_repeats(run) {
+        out.push(base(
+            "Result cache",
+            vec![
+                Line::from_points(
+                    "hit ratio",
+                    palette(0),
+                    2,
+                    v.seconds.iter().map(|s| {
+                        (
+                            x(s),
+                            series::ratio(s.cache_hits, s.cache_hits + s.cache_misses),
+                        )
+                    }),
+                ),
+                Line::from_points(
+                    "repeat submissions / submissions",
+                    palette(1),
+                    1,
+                    v.seconds
+                        .iter()
+                        .map(|s| (x(s), series::ratio(s.repeat_submissions, s.arrivals))),
+                ),
+            ],
+            1.05,
+            fmt_pct,
+        ));
+    }
     if has_zones(run) {
         let zones = series::run_zone_names(run);
         let lines = zones

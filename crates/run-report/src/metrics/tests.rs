@@ -29,6 +29,9 @@ fn variant() -> VariantRun {
                 pages_computed: 10,
                 pages_recomputed: u64::from(bad),
                 cache_writes_lost: u64::from(bad) * 2,
+                cache_hits: if bad { 1 } else { 6 },
+                cache_misses: if bad { 9 } else { 4 },
+                repeat_submissions: u64::from(t % 2 == 0),
                 slots_held_by_waiters: if bad { 7.0 } else { 0.0 },
                 zones: [
                     ("az1".to_string(), zone(0)),
@@ -123,6 +126,8 @@ fn whole_run_values() {
     );
     close(value(&v, "duplicate_compute_share"), 10.0 / 600.0);
     close(value(&v, "cache_writes_lost"), 20.0);
+    close(value(&v, "cache_hit_ratio"), (50.0 * 6.0 + 10.0) / 600.0);
+    close(value(&v, "repeat_submissions"), 30.0);
     close(value(&v, "slots_held_by_waiters_peak"), 7.0);
     close(value(&v, "lost_documents"), 7.0);
     close(value(&v, "unaccounted_documents"), 3.0);
@@ -147,6 +152,9 @@ fn windows_select_seconds() {
     close(value(&v, "amplification_mean[20s..30s]"), 10.0);
     close(value(&v, "duplicate_compute_share[20s..30s]"), 0.1);
     close(value(&v, "cache_writes_lost[0s..21s]"), 2.0);
+    close(value(&v, "cache_hit_ratio[20s..30s]"), 0.1);
+    close(value(&v, "cache_hit_ratio[0s..20s]"), 0.6);
+    close(value(&v, "repeat_submissions[0s..10s]"), 5.0);
     close(value(&v, "zone_failure_ratio_mean{az2}[20s..30s]"), 0.8);
     close(value(&v, "zone_zombie_work{az2}[0s..25s]"), 5.0);
     // The window end is exclusive, the start inclusive.
@@ -196,6 +204,9 @@ fn undefined_values_say_why() {
     assert!(value(&empty, "peak_failure_ratio").is_err());
     assert!(value(&empty, "amplification_mean").is_err());
     assert!(value(&empty, "duplicate_compute_share").is_err());
+    assert!(value(&empty, "cache_hit_ratio")
+        .unwrap_err()
+        .contains("no cache read"));
     assert!(value(&empty, "time_to_recover_s").is_err());
     close(value(&empty, "waves"), 0.0);
     close(value(&empty, "other_tenants_p99_ms"), 0.0);

@@ -284,6 +284,29 @@ pub(super) fn workload(
             "must be in 1..=1000",
         ));
     }
+    let population = match &w.documents.population {
+        None => None,
+        Some(p) => {
+            let at = &p.referenced;
+            let field = "workload.documents.population";
+            if p.value.size == 0 || p.value.size > 10_000_000 {
+                return Err(cx.err(at, format!("{field}.size"), "must be in 1..=10000000"));
+            }
+            if let Popularity::Zipf { s } = p.value.popularity {
+                if !(s > 0.0 && s.is_finite() && s <= 10.0) {
+                    return Err(cx.err(
+                        at,
+                        format!("{field}.popularity.zipf.s"),
+                        "must be in (0, 10]: the exponent of the Zipf law",
+                    ));
+                }
+            }
+            Some(Population {
+                size: p.value.size,
+                popularity: p.value.popularity,
+            })
+        }
+    };
     let max_in_flight = match &w.max_in_flight {
         Some(m) if m.value == 0 || m.value > 15_000 => {
             return Err(cx.err(
@@ -299,6 +322,7 @@ pub(super) fn workload(
         arrival,
         pages,
         tenants: w.documents.tenants.value,
+        population,
         max_in_flight,
     })
 }
