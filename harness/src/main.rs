@@ -165,6 +165,13 @@ fn main() -> ExitCode {
 fn validate(path: &std::path::Path) -> ExitCode {
     match experiment::load_forms(path) {
         Ok((full, quick)) => {
+            // The rule files are the same in both forms: promtool judges them once.
+            if let Some(a) = &full.alerts {
+                if let Err(e) = harness::prometheus::check_rules(a) {
+                    eprintln!("error: {}: alerts.rules: {e}", path.display());
+                    return ExitCode::from(2);
+                }
+            }
             for e in std::iter::once(&full).chain(quick.as_ref()) {
                 println!(
                     "{}: ok{} — {} variant(s), {} timeline entries, {} expectations, {} per variant",

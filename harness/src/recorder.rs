@@ -43,6 +43,22 @@ pub enum AttemptOutcome {
     Error,
 }
 
+/// What the clients have seen since the variant started (see [`Recorder::totals`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClientTotals {
+    pub submitted: u64,
+    /// Distinct documents submitted (a population's repeats count once).
+    pub distinct_documents: u64,
+    pub attempts: u64,
+    pub ok: u64,
+    pub rejected: u64,
+    pub timeouts: u64,
+    pub errors: u64,
+    pub completed: u64,
+    pub given_up: u64,
+    pub in_flight: u64,
+}
+
 #[derive(Default)]
 struct Bucket {
     arrivals: u64,
@@ -263,6 +279,28 @@ impl Recorder {
             }] += 1;
         }
         Some((last, counts))
+    }
+
+    /// Running totals since the variant started, for the harness's own
+    /// `/metrics` (`client_metrics.rs`): what the clients have seen so far.
+    pub fn totals(&self) -> ClientTotals {
+        let st = self.state.lock().expect("recorder lock");
+        let mut t = ClientTotals {
+            submitted: st.integrity.submitted,
+            distinct_documents: st.seen.len() as u64,
+            completed: st.integrity.completed,
+            given_up: st.integrity.given_up,
+            in_flight: st.in_flight,
+            ..ClientTotals::default()
+        };
+        for b in &st.buckets {
+            t.attempts += b.attempts;
+            t.ok += b.ok;
+            t.rejected += b.rejected;
+            t.timeouts += b.timeouts;
+            t.errors += b.errors;
+        }
+        t
     }
 
     pub fn in_flight(&self) -> u64 {

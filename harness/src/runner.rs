@@ -54,6 +54,10 @@ pub async fn run(
     stop: Arc<StopSignal>,
 ) -> anyhow::Result<RunOutcome> {
     let started_at = chrono::Utc::now();
+    // Before anything runs: the rules must load, and Prometheus be installed.
+    if let Some(a) = &exp.alerts {
+        crate::prometheus::check_rules(a)?;
+    }
     let executor = environment::executor(exp)?;
     let capacity = environment::calibrate(exp, executor.as_deref())?;
     let info = executor.as_ref().map(|e| e.info().clone());
@@ -196,11 +200,19 @@ async fn drive_variant(
     let base = target.base_url.clone();
     let docs = plan_documents(exp, capacity);
     let drain = load::drain_time(v.client.timeout, v.client.retry.max_attempts);
+    let monitor = match &exp.alerts {
+        Some(a) => Some(crate::prometheus::Monitor::start(a, &base, &v.name).await?),
+        None => None,
+    };
     let start = Instant::now() + Duration::from_millis(300);
+    let wall_start = std::time::SystemTime::now() + Duration::from_millis(300);
     let load_end = start + exp.duration;
     let hard_stop = load_end + drain;
     let total_secs = (exp.duration + drain).as_secs() as usize + 2;
     let recorder = Arc::new(Recorder::new(start, total_secs));
+    if let Some(m) = &monitor {
+        m.attach(recorder.clone());
+    }
     let progress = Progress::new(&v.name, exp.duration, quiet);
 
     let baseline = crate::scrape::scrape(&http, &base).await.map_err(|e| {
@@ -315,6 +327,17 @@ async fn drive_variant(
         Duration::from_secs(u64::from(exp.analysis.recovery_window_s)),
     );
     progress.finish();
+    let mut unmeasured = unmeasured;
+    let alerts = match monitor {
+        Some(m) => m.finish(&http, wall_start).await.unwrap_or_else(|e| {
+            eprintln!("WARNING ({}): {e}; the alert metrics read n/a", v.name);
+            for name in ["alerts_fired", "alert_fired", "alert_lead_s"] {
+                unmeasured.insert(name.to_string(), e.to_string());
+            }
+            Vec::new()
+        }),
+        None => Vec::new(),
+    };
     let load = load_result.context("driving the load with goose")?;
 
     let oversized_tenants = exp
@@ -352,6 +375,7 @@ async fn drive_variant(
         late_arrivals: recorder.late_arrivals(),
         system_totals: totals,
         unmeasured,
+        alerts,
     })
 }
 

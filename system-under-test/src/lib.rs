@@ -44,6 +44,8 @@ pub use api::{
     ResultSource, JOBS_PATH,
 };
 pub use config::SystemConfig;
+// The text exposition writer, also used by the harness's own client-side /metrics.
+pub use metrics::Exposition;
 pub use redis_server::RedisServer;
 pub use retry_after::RETRY_AFTER_MS;
 pub use role::Role;

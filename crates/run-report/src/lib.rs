@@ -45,7 +45,9 @@ pub use csv::timeseries_csv;
 pub use error::ReportError;
 pub use html::{data_uri, page, render_html};
 pub use junit::junit_xml;
-pub use metrics::{metric_value, MetricRef, METRICS, WINDOWED_METRICS, ZONE_METRICS};
+pub use metrics::{
+    metric_value, MetricRef, ALERT_METRICS, METRICS, WINDOWED_METRICS, ZONE_METRICS,
+};
 pub use model::*;
 pub use summary::{summary_json, SCHEMA_VERSION};
 pub use write::{read_run, write_files, write_report, REPORT_FILES};

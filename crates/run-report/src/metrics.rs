@@ -56,6 +56,11 @@ use std::fmt;
 /// | `zone_failure_ratio_peak` | W | Z | largest per-second failed / requests of the zone, seconds with >= 5 requests |
 /// | `zone_failure_ratio_mean` | W | Z | mean of the zone's per-second failure ratios |
 /// | `zone_zombie_work` | W | Z | work the zone did for callers that had already given up (sum) |
+/// | `alerts_fired` | | | alert rules of `alerts:` that fired at least once (count; undefined without `alerts:`) |
+/// | `alert_fired` | | A | 1 when the rule fired at least once, else 0 |
+/// | `alert_lead_s` | | A | first customer-visible failure minus the rule's first firing, seconds (positive: before customers; undefined when it never fired or customers saw no failure; see [`crate::analysis::detection`]) |
+///
+/// **A**: needs an alert rule's name, e.g. `alert_lead_s{RetryDuplication}`.
 pub const METRICS: &[&str] = &[
     "waves",
     "peak_failure_ratio",
@@ -91,6 +96,9 @@ pub const METRICS: &[&str] = &[
     "zone_failure_ratio_peak",
     "zone_failure_ratio_mean",
     "zone_zombie_work",
+    "alerts_fired",
+    "alert_fired",
+    "alert_lead_s",
 ];
 
 /// Metrics that accept a time window `[from, to)`, e.g. `failure_ratio_mean[40s..70s]`.
@@ -120,6 +128,9 @@ pub const ZONE_METRICS: &[&str] = &[
     "zone_failure_ratio_mean",
     "zone_zombie_work",
 ];
+
+/// Metrics that need an alert rule's name in the zone's place, e.g. `alert_fired{RetryDuplication}`.
+pub const ALERT_METRICS: &[&str] = &["alert_fired", "alert_lead_s"];
 
 /// A metric with its optional zone and window, written `name{zone}[from s..to s]`.
 #[derive(Debug, Clone, PartialEq)]
@@ -207,6 +218,8 @@ pub fn metric_value_explained(
     }
     let zone_metric = ZONE_METRICS.contains(&name);
     match (&m.zone, zone_metric) {
+        // Alert metrics carry a rule's name in the zone's place.
+        _ if ALERT_METRICS.contains(&name) => {}
         (None, true) => return Err(format!("`{name}` needs a zone, e.g. `{name}{{az1}}`")),
         (Some(_), false) => return Err(format!("`{name}` is not a per-zone metric")),
         _ => {}
@@ -216,6 +229,9 @@ pub fn metric_value_explained(
     }
     if let Some(why) = v.unmeasured.get(name) {
         return Err(format!("not measured: {why}"));
+    }
+    if name == "alerts_fired" || ALERT_METRICS.contains(&name) {
+        return crate::analysis::detection::alert_metric(v, _cfg, name, m.zone.as_deref());
     }
     let seconds = window_seconds(&v.seconds, m.window)?;
     let value = if let Some(zone) = &m.zone {
@@ -415,7 +431,10 @@ pub fn metrics_map(
     cfg: &AnalysisConfig,
 ) -> BTreeMap<String, f64> {
     let mut map = BTreeMap::new();
-    for name in METRICS.iter().filter(|n| !ZONE_METRICS.contains(n)) {
+    for name in METRICS
+        .iter()
+        .filter(|n| !ZONE_METRICS.contains(n) && !ALERT_METRICS.contains(n))
+    {
         let m = MetricRef {
             name: name.to_string(),
             zone: None,
@@ -430,6 +449,18 @@ pub fn metrics_map(
             let m = MetricRef {
                 name: name.to_string(),
                 zone: Some(zone.clone()),
+                window: None,
+            };
+            if let Ok(x) = metric_value_explained(v, a, &m, cfg) {
+                map.insert(m.to_string(), x);
+            }
+        }
+    }
+    for alert in &v.alerts {
+        for name in ALERT_METRICS {
+            let m = MetricRef {
+                name: name.to_string(),
+                zone: Some(alert.name.clone()),
                 window: None,
             };
             if let Ok(x) = metric_value_explained(v, a, &m, cfg) {

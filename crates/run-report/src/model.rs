@@ -70,10 +70,19 @@ pub struct AnalysisConfig {
     /// first trigger (the validator rejects a timeline that leaves fewer).
     #[serde(default = "default_min_baseline_s")]
     pub min_baseline_s: u32,
+    /// The first second whose client-visible failure ratio passes this (or in
+    /// which a document is given up) is the first customer-visible failure,
+    /// the reference of the alerts' lead time.
+    #[serde(default = "default_customer_failure_threshold")]
+    pub customer_failure_threshold: f64,
 }
 
 fn default_min_baseline_s() -> u32 {
     5
+}
+
+fn default_customer_failure_threshold() -> f64 {
+    0.05
 }
 
 impl Default for AnalysisConfig {
@@ -86,6 +95,7 @@ impl Default for AnalysisConfig {
             recovery_window_s: 30,
             warmup_s: 3,
             min_baseline_s: default_min_baseline_s(),
+            customer_failure_threshold: default_customer_failure_threshold(),
         }
     }
 }
@@ -172,6 +182,31 @@ pub struct VariantRun {
     /// they need) -> why; they read "n/a", never 0.
     #[serde(default)]
     pub unmeasured: BTreeMap<String, String>,
+    /// The experiment's alert rules as a real Prometheus evaluated them on
+    /// this variant (empty without `alerts:`), so a re-judged run reads the
+    /// same alert history.
+    #[serde(default)]
+    pub alerts: Vec<AlertHistory>,
+}
+
+/// One alerting rule's history over a variant, read back from Prometheus
+/// (`ALERTS` at the evaluation step). Every rule of the rule files has one,
+/// also a rule that never became active.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct AlertHistory {
+    /// The rule's `alert:` name.
+    pub name: String,
+    /// Intervals `[from, to)` in seconds since the variant's load started
+    /// in which the alert was pending (its expression true, `for:` not yet met).
+    #[serde(default)]
+    pub pending: Vec<(f64, f64)>,
+    /// Intervals in which it was firing.
+    #[serde(default)]
+    pub firing: Vec<(f64, f64)>,
+    /// The history covers `[0, observed_until_s)`: an interval that ends
+    /// there was still open when the variant ended.
+    #[serde(default)]
+    pub observed_until_s: Option<f64>,
 }
 
 /// One trigger as it ran. A trigger is over when its fault is undone *and*

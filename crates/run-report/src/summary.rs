@@ -48,7 +48,7 @@
 
 use crate::analysis::verdict::triggers_of;
 use crate::analysis::{Analysis, VariantAnalysis};
-use crate::metrics::{MetricRef, METRICS, ZONE_METRICS};
+use crate::metrics::{MetricRef, ALERT_METRICS, METRICS, ZONE_METRICS};
 use crate::model::{RunData, VariantRun};
 use crate::series::zone_names;
 use serde_json::{json, Map, Value};
@@ -59,8 +59,17 @@ pub const SCHEMA_VERSION: u32 = 2;
 fn metrics(v: &VariantRun, a: &VariantAnalysis) -> Value {
     let mut m = Map::new();
     let get = |k: &str| a.metrics.get(k).map_or(Value::Null, |x| json!(x));
-    for name in METRICS.iter().filter(|n| !ZONE_METRICS.contains(n)) {
+    for name in METRICS
+        .iter()
+        .filter(|n| !ZONE_METRICS.contains(n) && !ALERT_METRICS.contains(n))
+    {
         m.insert(name.to_string(), get(name));
+    }
+    for alert in &v.alerts {
+        for name in ALERT_METRICS {
+            let key = format!("{name}{{{}}}", alert.name);
+            m.insert(key.clone(), get(&key));
+        }
     }
     for zone in zone_names(&v.seconds) {
         for name in ZONE_METRICS {

@@ -35,6 +35,8 @@ pub struct Experiment {
     pub variants: Vec<Variant>,
     pub expectations: Vec<ExpectationSpec>,
     pub incident: Vec<IncidentFigure>,
+    /// `alerts:` rule files a real Prometheus evaluates on every variant.
+    pub alerts: Option<Alerts>,
     /// The file's text, for the report.
     pub source: String,
     /// The images `environment: containers` (or `--environment containers`) runs.
@@ -176,6 +178,17 @@ pub struct Variant {
     pub description: String,
     pub system: SystemConfig,
     pub client: ClientBehaviour,
+}
+
+/// The experiment's alert rules and how often Prometheus scrapes and evaluates them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Alerts {
+    /// Rule files, resolved against the experiment file's folder.
+    pub rules: Vec<std::path::PathBuf>,
+    /// Every `alert:` name of the files, for `alert_fired{NAME}` expectations.
+    pub rule_names: Vec<String>,
+    pub scrape_interval: Duration,
+    pub evaluation_interval: Duration,
 }
 
 /// A fault or action at a time.

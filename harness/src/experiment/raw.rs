@@ -40,6 +40,20 @@ pub struct RawExperiment {
     pub expect: RawExpect,
     #[serde(default)]
     pub incident: Vec<Spanned<RawIncidentFigure>>,
+    #[serde(default)]
+    pub alerts: Option<Spanned<RawAlerts>>,
+}
+
+/// `alerts:` Prometheus rule files evaluated on every variant (see `prometheus.rs`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAlerts {
+    /// Rule files, relative to the experiment file.
+    pub rules: Spanned<Vec<String>>,
+    #[serde(default)]
+    pub scrape_interval: Option<Spanned<String>>,
+    #[serde(default)]
+    pub evaluation_interval: Option<Spanned<String>>,
 }
 
 fn default_seed() -> u64 {
@@ -99,6 +113,9 @@ pub struct RawAnalysis {
     /// Healthy seconds needed between warm-up and the first trigger (default 5s).
     #[serde(default)]
     pub min_baseline: Option<Spanned<String>>,
+    /// Failure ratio of a second that makes it customer-visible (default 0.05).
+    #[serde(default)]
+    pub customer_failure_threshold: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Deserialize, Clone)]

@@ -5,6 +5,7 @@
 
 pub mod amplification;
 pub mod baseline;
+pub mod detection;
 pub mod expect;
 pub mod fidelity;
 pub mod sustaining;

@@ -69,6 +69,12 @@ fn variant() -> VariantRun {
         },
         triggers: vec![crate::model::TriggerSpan::undone_at("f", 20.0, Some(25.0))],
         late_arrivals: 2,
+        alerts: vec![crate::model::AlertHistory {
+            name: "Dup".into(),
+            pending: vec![(10.0, 15.0)],
+            firing: vec![(15.0, 40.0)],
+            observed_until_s: Some(60.0),
+        }],
         ..VariantRun::default()
     }
 }
@@ -90,6 +96,8 @@ fn every_listed_metric_is_implemented() {
     for name in METRICS {
         let text = if ZONE_METRICS.contains(name) {
             format!("{name}{{az2}}")
+        } else if ALERT_METRICS.contains(name) {
+            format!("{name}{{Dup}}")
         } else {
             name.to_string()
         };
@@ -101,7 +109,11 @@ fn every_listed_metric_is_implemented() {
         }
         assert!(r.is_ok(), "{name}: {r:?}");
     }
-    for w in WINDOWED_METRICS.iter().chain(ZONE_METRICS) {
+    for w in WINDOWED_METRICS
+        .iter()
+        .chain(ZONE_METRICS)
+        .chain(ALERT_METRICS)
+    {
         assert!(METRICS.contains(w), "{w} not in METRICS");
     }
 }
@@ -244,4 +256,19 @@ fn metric_refs_parse_and_print() {
     assert_eq!(MetricRef::parse("waves").unwrap().to_string(), "waves");
     assert!(MetricRef::parse("x[1..").is_none());
     assert!(MetricRef::parse("").is_none());
+}
+
+#[test]
+fn alert_metrics_read_the_alert_history() {
+    let v = variant();
+    // Failure ratio 10 % from the first second after the warm-up (3 s) is a
+    // customer-visible failure at the default threshold (5 %).
+    close(value(&v, "alert_lead_s{Dup}"), 3.0 - 15.0);
+    close(value(&v, "alert_fired{Dup}"), 1.0);
+    close(value(&v, "alerts_fired"), 1.0);
+    assert!(value(&v, "alert_fired{Other}").unwrap_err().contains("Dup"));
+    assert!(value(&v, "alert_fired").unwrap_err().contains("rule name"));
+    let mut quiet = variant();
+    quiet.alerts.clear();
+    assert!(value(&quiet, "alerts_fired").is_err());
 }

@@ -4,7 +4,7 @@
 use super::super::raw::*;
 use super::super::*;
 use super::{Ctx, ExperimentError};
-use run_report::{CompareOp, METRICS, WINDOWED_METRICS, ZONE_METRICS};
+use run_report::{CompareOp, ALERT_METRICS, METRICS, WINDOWED_METRICS, ZONE_METRICS};
 use serde_saphyr::Spanned;
 
 /// Every expectation of the form, in file order.
@@ -13,6 +13,7 @@ pub(super) fn expectations(
     raw: &RawExperiment,
     expect_raw: &RawExpect,
     variants: &[Variant],
+    alert_names: Option<&[String]>,
 ) -> Result<Vec<ExpectationSpec>, ExperimentError> {
     let zones: Vec<String> = variants[0].system.zones.clone();
     let variant_names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
@@ -30,10 +31,20 @@ pub(super) fn expectations(
             ));
         }
         for (key, value) in metrics {
-            expectations.push(expectation(cx, vname, key, value, &zones)?);
+            let labels = Labels {
+                zones: &zones,
+                alerts: alert_names,
+            };
+            expectations.push(expectation(cx, vname, key, value, &labels)?);
         }
     }
     Ok(expectations)
+}
+
+/// What may stand in braces: a zone, or for alert metrics a rule's name.
+struct Labels<'a> {
+    zones: &'a [String],
+    alerts: Option<&'a [String]>,
 }
 
 /// `waves`, `failure_ratio_mean[40s..70s]`, `zone_failure_ratio_peak{az2}` with `">= 3"` or `0`.
@@ -42,8 +53,9 @@ fn expectation(
     variant: &str,
     key: &str,
     value: &Spanned<ExpectValue>,
-    zones: &[String],
+    labels: &Labels,
 ) -> Result<ExpectationSpec, ExperimentError> {
+    let zones = labels.zones;
     let at = &value.referenced;
     let field = format!("expect.{variant}.{key}");
     let mut metric = key.trim().to_string();
@@ -90,8 +102,36 @@ fn expectation(
             ),
         ));
     }
+    if metric == "alerts_fired" || ALERT_METRICS.contains(&metric.as_str()) {
+        let Some(names) = labels.alerts else {
+            return Err(cx.err(
+                at,
+                &field,
+                format!("{metric} needs alert rules: add `alerts: {{ rules: [FILE] }}`"),
+            ));
+        };
+        match (&zone, ALERT_METRICS.contains(&metric.as_str())) {
+            (Some(n), true) if !names.contains(n) => {
+                return Err(cx.err(
+                    at,
+                    &field,
+                    format!("no alert rule {n:?} in alerts.rules; alerts are {names:?}"),
+                ))
+            }
+            (None, true) => {
+                return Err(cx.err(
+                    at,
+                    &field,
+                    format!("{metric} needs an alert rule's name: {metric}{{NAME}}"),
+                ))
+            }
+            (Some(_), false) => return Err(cx.err(at, &field, format!("{metric} takes no name"))),
+            _ => {}
+        }
+    }
     let is_zone_metric = ZONE_METRICS.contains(&metric.as_str());
     match (&zone, is_zone_metric) {
+        _ if ALERT_METRICS.contains(&metric.as_str()) => {}
         (Some(z), true) if !zones.contains(z) => {
             return Err(cx.err(
                 at,

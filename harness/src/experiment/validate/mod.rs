@@ -6,6 +6,7 @@
 //! incident figures), [`timeline`] (every entry, the baseline before the
 //! first trigger) and [`expect`] (metrics, windows, zones, verdicts).
 
+mod alerts;
 mod expect;
 mod sections;
 mod timeline;
@@ -131,7 +132,14 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
         &environment,
         &analysis,
     )?;
-    let expectations = expect::expectations(&cx, &raw, &form.expect, &variants)?;
+    let alerts = alerts::alerts(&cx, &raw)?;
+    let expectations = expect::expectations(
+        &cx,
+        &raw,
+        &form.expect,
+        &variants,
+        alerts.as_ref().map(|a| a.rule_names.as_slice()),
+    )?;
     let incident = sections::incident(&cx, &raw, &variants)?;
     Ok(Experiment {
         name,
@@ -146,6 +154,7 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
         variants,
         expectations,
         incident,
+        alerts,
         source: text.to_string(),
         container_images: sections::container_images(&raw),
     })

@@ -136,6 +136,16 @@ pub(super) fn analysis_config(
         }
         c.wave_threshold = t.value;
     }
+    if let Some(t) = &a.customer_failure_threshold {
+        if !(t.value > 0.0 && t.value < 1.0) {
+            return Err(cx.err(
+                &t.referenced,
+                "analysis.customer_failure_threshold",
+                "must be in (0, 1)",
+            ));
+        }
+        c.customer_failure_threshold = t.value;
+    }
     if let Some(f) = &a.recovery_factor {
         if !(f.value >= 1.0 && f.value.is_finite()) {
             return Err(cx.err(&f.referenced, "analysis.recovery_factor", "must be >= 1"));

@@ -1,0 +1,234 @@
+//! Detection: when the experiment's alert rules caught the trouble, measured
+//! against when customers first saw it.
+//!
+//! The harness knows both sides of every request, so it can say not only
+//! whether an alert fired but how early: the *lead time* of an alert is the
+//! first customer-visible failure minus the alert's first firing (positive:
+//! the alert caught the problem before customers did). The alert history
+//! comes from a real Prometheus (recorded in [`VariantRun::alerts`]); the
+//! customer side from the clients' own per-second counts.
+//!
+//! First customer-visible failure: the first second after the warm-up whose
+//! client-visible failure ratio (seconds with at least 5 completed attempts)
+//! is above `analysis.customer_failure_threshold`, or in which a document
+//! was given up. Warm-up seconds are skipped for the same reason the verdict
+//! skips them: a cold system's first second is not the incident.
+
+use crate::model::{AlertHistory, AnalysisConfig, VariantRun};
+use crate::series;
+
+/// The first customer-visible failure and every alert's timing, for one variant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Detection {
+    /// Seconds since the load started; `None`: customers saw no failure.
+    pub first_customer_failure_s: Option<f64>,
+    /// Why that second counts, in words.
+    pub customer_failure_reason: String,
+    pub alerts: Vec<AlertTiming>,
+}
+
+/// One alert rule on one variant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlertTiming {
+    pub name: String,
+    pub first_pending_s: Option<f64>,
+    pub first_firing_s: Option<f64>,
+    /// End of the last firing interval; `None` when it never fired or was
+    /// still firing when the history ends.
+    pub resolved_s: Option<f64>,
+    /// First customer-visible failure minus first firing.
+    pub lead_s: Option<f64>,
+}
+
+impl AlertTiming {
+    pub fn fired(&self) -> bool {
+        self.first_firing_s.is_some()
+    }
+}
+
+/// Detection of one variant.
+pub fn detect(v: &VariantRun, cfg: &AnalysisConfig) -> Detection {
+    let (first, reason) = first_customer_failure(v, cfg);
+    let alerts = v.alerts.iter().map(|a| timing(a, first)).collect();
+    Detection {
+        first_customer_failure_s: first,
+        customer_failure_reason: reason,
+        alerts,
+    }
+}
+
+fn first_customer_failure(v: &VariantRun, cfg: &AnalysisConfig) -> (Option<f64>, String) {
+    let end = v.load_end_s.unwrap_or(f64::INFINITY);
+    for s in v
+        .seconds
+        .iter()
+        .filter(|s| s.t >= cfg.warmup_s && f64::from(s.t) < end)
+    {
+        if s.documents_given_up > 0 {
+            return (
+                Some(f64::from(s.t)),
+                format!("{} document(s) given up", s.documents_given_up),
+            );
+        }
+        if let Some(r) = series::trusted_failure_ratio(s) {
+            if r > cfg.customer_failure_threshold {
+                return (
+                    Some(f64::from(s.t)),
+                    format!(
+                        "client-visible failure ratio {:.0} % > {:.0} %",
+                        r * 100.0,
+                        cfg.customer_failure_threshold * 100.0
+                    ),
+                );
+            }
+        }
+    }
+    (None, "customers saw no failure".into())
+}
+
+fn timing(a: &AlertHistory, first_failure: Option<f64>) -> AlertTiming {
+    let first = |iv: &[(f64, f64)]| iv.iter().map(|x| x.0).reduce(f64::min);
+    let first_firing_s = first(&a.firing);
+    let last_end = a.firing.iter().map(|x| x.1).reduce(f64::max);
+    let resolved_s = match (last_end, a.observed_until_s) {
+        (Some(e), Some(until)) if e < until => Some(e),
+        _ => None,
+    };
+    AlertTiming {
+        name: a.name.clone(),
+        first_pending_s: first(&a.pending),
+        first_firing_s,
+        resolved_s,
+        lead_s: match (first_failure, first_firing_s) {
+            (Some(c), Some(f)) => Some(c - f),
+            _ => None,
+        },
+    }
+}
+
+/// `alert_fired{NAME}`, `alert_lead_s{NAME}` and `alerts_fired` for one variant.
+pub fn alert_metric(
+    v: &VariantRun,
+    cfg: &AnalysisConfig,
+    name: &str,
+    rule: Option<&str>,
+) -> Result<f64, String> {
+    if v.alerts.is_empty() {
+        return Err("no alert rules were evaluated (the experiment has no `alerts:`)".into());
+    }
+    let d = detect(v, cfg);
+    if name == "alerts_fired" {
+        return Ok(d.alerts.iter().filter(|a| a.fired()).count() as f64);
+    }
+    let rule = rule.ok_or_else(|| format!("`{name}` needs a rule name, e.g. `{name}{{NAME}}`"))?;
+    let Some(a) = d.alerts.iter().find(|a| a.name == rule) else {
+        let names: Vec<&str> = d.alerts.iter().map(|a| a.name.as_str()).collect();
+        return Err(format!(
+            "no alert rule `{rule}` in this variant (rules: {})",
+            names.join(", ")
+        ));
+    };
+    match name {
+        "alert_fired" => Ok(if a.fired() { 1.0 } else { 0.0 }),
+        "alert_lead_s" => a.lead_s.ok_or_else(|| match a.first_firing_s {
+            None => format!("`{rule}` never fired"),
+            Some(_) => d.customer_failure_reason.clone(),
+        }),
+        other => Err(format!("`{other}` is not computed (report bug)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Second;
+
+    fn run(fail_from: Option<u32>, alerts: Vec<AlertHistory>) -> VariantRun {
+        let seconds = (0..30u32)
+            .map(|t| {
+                let bad = fail_from.is_some_and(|f| t >= f);
+                Second {
+                    t,
+                    ok: if bad { 80 } else { 100 },
+                    rejected: if bad { 20 } else { 1 },
+                    ..Second::default()
+                }
+            })
+            .collect();
+        VariantRun {
+            seconds,
+            load_end_s: Some(30.0),
+            alerts,
+            ..VariantRun::default()
+        }
+    }
+
+    fn alert(name: &str, pending: &[(f64, f64)], firing: &[(f64, f64)]) -> AlertHistory {
+        AlertHistory {
+            name: name.into(),
+            pending: pending.to_vec(),
+            firing: firing.to_vec(),
+            observed_until_s: Some(30.0),
+        }
+    }
+
+    #[test]
+    fn lead_time_is_first_failure_minus_first_firing() {
+        let v = run(
+            Some(12),
+            vec![
+                alert("Early", &[(7.0, 9.0)], &[(9.0, 20.0)]),
+                alert("Late", &[(13.0, 15.0)], &[(15.0, 30.0)]),
+                alert("Quiet", &[], &[]),
+            ],
+        );
+        let cfg = AnalysisConfig::default();
+        let d = detect(&v, &cfg);
+        assert_eq!(d.first_customer_failure_s, Some(12.0));
+        assert_eq!(d.alerts[0].lead_s, Some(3.0));
+        assert_eq!(d.alerts[0].first_pending_s, Some(7.0));
+        assert_eq!(d.alerts[0].resolved_s, Some(20.0));
+        assert_eq!(d.alerts[1].lead_s, Some(-3.0));
+        // Still firing when the history ends: not resolved.
+        assert_eq!(d.alerts[1].resolved_s, None);
+        assert_eq!(alert_metric(&v, &cfg, "alerts_fired", None), Ok(2.0));
+        assert_eq!(
+            alert_metric(&v, &cfg, "alert_fired", Some("Quiet")),
+            Ok(0.0)
+        );
+        assert!(alert_metric(&v, &cfg, "alert_lead_s", Some("Quiet"))
+            .unwrap_err()
+            .contains("never fired"));
+        assert!(alert_metric(&v, &cfg, "alert_fired", Some("Nope"))
+            .unwrap_err()
+            .contains("Early, Late, Quiet"));
+    }
+
+    #[test]
+    fn a_given_up_document_is_a_customer_failure_and_warmup_is_skipped() {
+        let mut v = run(None, vec![alert("A", &[], &[(4.0, 6.0)])]);
+        // A bad warm-up second does not count.
+        v.seconds[1].rejected = 90;
+        v.seconds[8].documents_given_up = 1;
+        let cfg = AnalysisConfig::default();
+        let d = detect(&v, &cfg);
+        assert_eq!(d.first_customer_failure_s, Some(8.0));
+        assert!(d.customer_failure_reason.contains("given up"));
+        assert_eq!(d.alerts[0].lead_s, Some(4.0));
+    }
+
+    #[test]
+    fn without_customer_failure_there_is_no_lead_time() {
+        let v = run(None, vec![alert("A", &[], &[(4.0, 6.0)])]);
+        let cfg = AnalysisConfig::default();
+        assert_eq!(detect(&v, &cfg).first_customer_failure_s, None);
+        assert!(alert_metric(&v, &cfg, "alert_lead_s", Some("A")).is_err());
+        assert_eq!(alert_metric(&v, &cfg, "alert_fired", Some("A")), Ok(1.0));
+    }
+
+    #[test]
+    fn without_alerts_the_metrics_are_undefined() {
+        let v = run(Some(3), vec![]);
+        assert!(alert_metric(&v, &AnalysisConfig::default(), "alerts_fired", None).is_err());
+    }
+}
