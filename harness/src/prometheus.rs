@@ -234,6 +234,37 @@ impl Prometheus {
         }
     }
 
+    /// Waits until every target has been scraped once: Prometheus hands
+    /// even static targets to its scrapers in batches (every 5 s), and a
+    /// variant whose clock started before that would lose its first seconds.
+    async fn wait_scraping(&self, targets: usize) -> Result<(), PromError> {
+        let http = reqwest::Client::new();
+        let deadline = tokio::time::Instant::now() + READY_TIMEOUT;
+        let url = format!("{}/api/v1/targets", self.url());
+        loop {
+            let up = match http.get(&url).timeout(Duration::from_secs(1)).send().await {
+                Ok(r) => r.json::<serde_json::Value>().await.ok().map(|b| {
+                    b["data"]["activeTargets"]
+                        .as_array()
+                        .map(|ts| ts.iter().filter(|t| t["health"] == "up").count())
+                        .unwrap_or(0)
+                }),
+                Err(_) => None,
+            };
+            if up.unwrap_or(0) >= targets {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(PromError::NotReady(format!(
+                    "{} of {targets} targets scraped within {READY_TIMEOUT:?}; its log: {}",
+                    up.unwrap_or(0),
+                    self.log_tail()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(self.dir.join("prometheus.log")).unwrap_or_default();
         let lines: Vec<&str> = text.lines().rev().take(5).collect();
@@ -367,6 +398,7 @@ impl Monitor {
             ("harness", format!("http://{}/metrics", client.addr)),
         ];
         let prometheus = Prometheus::start(alerts, &targets, variant).await?;
+        prometheus.wait_scraping(targets.len()).await?;
         Ok(Monitor {
             prometheus,
             _client: client,

@@ -404,7 +404,11 @@ mod tests {
             "  - { at: 7s, fault: { oversized_documents: { tenant: t7, count: 4, min_pages: 300, max_pages: 800 } } }\n  - { at: 30s",
             "  - { at: 7s, fault: { cache_flush: { share: 1.0 } } }\n  - { at: 30s",
         );
-        let e = crate::experiment::parse(&text, "flush.yaml", false).unwrap();
+        let file = format!(
+            "{}/../experiments/retry-storm.yaml (cache flush)",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let e = crate::experiment::parse(&text, &file, false).unwrap();
         let plan = plan(&e, "before-fix");
         assert_eq!(plan[0].undone, Some(Duration::from_secs(7)));
         // 50 % hits before, none after the flush, back from 11 s.

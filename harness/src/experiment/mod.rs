@@ -183,7 +183,7 @@ pub struct Variant {
 /// The experiment's alert rules and how often Prometheus scrapes and evaluates them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Alerts {
-    /// Rule files, resolved against the experiment file's folder.
+    /// Rule files, resolved against the experiment file's folder (absolute).
     pub rules: Vec<std::path::PathBuf>,
     /// Every `alert:` name of the files, for `alert_fired{NAME}` expectations.
     pub rule_names: Vec<String>,

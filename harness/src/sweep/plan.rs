@@ -217,7 +217,8 @@ mod tests {
             parse_trigger("quick.timeline.1.fault.oversized_documents.count=1..8:3").unwrap();
         let sets = vec![parse_set("quick.timeline.1.at=9s").unwrap()];
         let cell = cell_text(&tree, &sets, Some(json!(0.7)), &trig, 2).unwrap();
-        let e = experiment::parse(&cell, "cell", true).expect("the cell validates");
+        let e =
+            experiment::parse(&cell, &format!("{file} (cell)"), true).expect("the cell validates");
         let orig = experiment::parse(&text, &file, true).unwrap();
         assert_eq!(
             e.workload.arrival,

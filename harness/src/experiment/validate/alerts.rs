@@ -43,7 +43,10 @@ pub(super) fn alerts(cx: &Ctx, raw: &RawExperiment) -> Result<Option<Alerts>, Ex
     if a.rules.value.is_empty() {
         return Err(cx.err(at, "alerts.rules", "needs at least one rule file"));
     }
-    let base = Path::new(cx.file).parent().unwrap_or(Path::new("."));
+    // Derived forms (sweep cells, threshold probes) are labelled
+    // `FILE (sweep cell ...)`: their rule files are the file's.
+    let file = cx.file.split(" (").next().unwrap_or(cx.file);
+    let base = Path::new(file).parent().unwrap_or(Path::new("."));
     let mut rules = Vec::new();
     let mut rule_names = Vec::new();
     for (i, r) in a.rules.value.iter().enumerate() {
@@ -75,7 +78,8 @@ pub(super) fn alerts(cx: &Ctx, raw: &RawExperiment) -> Result<Option<Alerts>, Ex
             }
             rule_names.push(n);
         }
-        rules.push(path);
+        // Absolute: Prometheus reads rule files relative to its own config's folder.
+        rules.push(std::fs::canonicalize(&path).unwrap_or(path));
     }
     Ok(Some(Alerts {
         rules,
