@@ -105,6 +105,19 @@ fn writes_a_complete_report() {
     assert!(html.contains("id=\"gpu-fallback\""));
     assert!(html.contains("GPU FALLBACK"));
     assert!(html.contains("Fidelity to the incident"));
+    // Detection: the fixture's leading rule fires at 17 s, before the storm's
+    // failures at 20 s; the late one never fires; the fixed system is quiet.
+    assert!(html.contains("<section id=\"detection\">"));
+    assert!(html.contains("<code>RetryDuplication</code>"));
+    assert!(
+        html.contains("+3 s</span> (before customers)"),
+        "lead time shown"
+    );
+    assert!(html.contains("missed</span> (never fired)"));
+    assert!(html.contains("Alerts fired: <b>0</b> of 2"));
+    let m = &analysis.variant("before-fix").unwrap().metrics;
+    assert_eq!(m.get("alert_lead_s{RetryDuplication}"), Some(&3.0));
+    assert_eq!(m.get("alerts_fired"), Some(&1.0));
     assert!(
         html.contains("&lt;b&gt;not bold&lt;/b&gt;"),
         "YAML is escaped"

@@ -2,6 +2,7 @@
 //! folder) and PNG (about 1400 px wide, embedded in index.html). Both formats
 //! come from the same generic drawing code, so they always agree.
 
+mod alerts;
 mod font;
 pub mod heatmap;
 pub mod latency;

@@ -8,7 +8,10 @@
 //! 4. cache writes lost/s and pages recomputed/s;
 //! 5. the result cache's hit ratio and the share of repeat submissions,
 //!    when the traffic repeats documents (a population);
-//! 6. failure ratio per zone, when the system has zones.
+//! 6. failure ratio per zone, when the system has zones;
+//!
+//! and, above them, one row per alert rule when the experiment has
+//! `alerts:` (see `alerts.rs`).
 //!
 //! Faults and operator actions are shaded on every panel and labelled on the
 //! first; each trigger's residue (its work still in the system after the
@@ -41,8 +44,12 @@ fn has_repeats(run: &RunData) -> bool {
         .any(|v| v.seconds.iter().any(|s| s.repeat_submissions > 0))
 }
 
+fn has_alerts(run: &RunData) -> bool {
+    run.variants.iter().any(|v| !v.alerts.is_empty())
+}
+
 fn panels_per_variant(run: &RunData) -> u32 {
-    4 + u32::from(has_zones(run)) + u32::from(has_repeats(run))
+    4 + u32::from(has_zones(run)) + u32::from(has_repeats(run)) + u32::from(has_alerts(run))
 }
 
 fn groups(run: &RunData) -> u32 {
@@ -338,8 +345,13 @@ pub fn draw<DB: DrawingBackend>(
             events: &v.events,
             residues: residues(v),
         };
-        for (p, area) in ps.iter().zip(body.split_evenly((ps.len(), 1))) {
-            draw_panel(&area, p, &frame)?;
+        let alerts = usize::from(has_alerts(run));
+        let areas = body.split_evenly((ps.len() + alerts, 1));
+        if alerts == 1 {
+            super::alerts::draw_rows(&areas[0], v, &run.analysis, t_max)?;
+        }
+        for (p, area) in ps.iter().zip(&areas[alerts..]) {
+            draw_panel(area, p, &frame)?;
         }
     }
     Ok(())

@@ -1,0 +1,96 @@
+//! The "Detection" section: for each variant, when customers first saw a
+//! failure and when each of the experiment's alert rules went pending,
+//! fired and resolved, with its lead time. The question it answers for an
+//! SRE: would these rules have caught the incident, how early, and do they
+//! stay quiet on the fixed system? Absent when the experiment has no
+//! `alerts:`.
+
+use super::table::{head, row};
+use crate::analysis::detection::{detect, Detection};
+use crate::model::RunData;
+use crate::xml::escape;
+use std::fmt::Write;
+
+fn secs(x: Option<f64>) -> String {
+    x.map_or("—".into(), |s| format!("{s:.0} s"))
+}
+
+/// The lead time in words: positive caught it before customers did.
+fn lead(d: &Detection, x: Option<f64>, fired: bool) -> String {
+    match (x, fired, d.first_customer_failure_s) {
+        (Some(l), _, _) if l > 0.0 => {
+            format!("<span class=\"pass\">{l:+.0} s</span> (before customers)")
+        }
+        (Some(l), _, _) => format!("<span class=\"fail\">{l:+.0} s</span> (after customers)"),
+        (None, false, Some(_)) => "<span class=\"fail\">missed</span> (never fired)".into(),
+        (None, true, None) => "— (customers saw no failure)".into(),
+        (None, _, _) => "—".into(),
+    }
+}
+
+pub(crate) fn section(h: &mut String, run: &RunData) {
+    if run.variants.iter().all(|v| v.alerts.is_empty()) {
+        return;
+    }
+    h.push_str(
+        "<section id=\"detection\">\n<h2>Detection</h2>\n<p class=\"muted\">The experiment's alert rules, \
+         evaluated by a real Prometheus on every variant (the system's <code>/metrics</code> and the \
+         harness's client-side series). Lead time = first customer-visible failure − first firing; \
+         positive means the rule caught the problem before customers saw it. First customer-visible \
+         failure: the first second after the warm-up whose client-visible failure ratio is above ",
+    );
+    let _ = write!(
+        h,
+        "{:.0} % (<code>analysis.customer_failure_threshold</code>) or in which a document was given up.</p>\n",
+        run.analysis.customer_failure_threshold * 100.0
+    );
+    for v in &run.variants {
+        if v.alerts.is_empty() {
+            continue;
+        }
+        let d = detect(v, &run.analysis);
+        let fired = d.alerts.iter().filter(|a| a.fired()).count();
+        let _ = write!(
+            h,
+            "<h3>{}</h3>\n<p>First customer-visible failure: <b>{}</b>{}. Alerts fired: <b>{fired}</b> of {}.</p>\n",
+            escape(&v.name),
+            secs(d.first_customer_failure_s),
+            if d.first_customer_failure_s.is_some() {
+                format!(" ({})", escape(&d.customer_failure_reason))
+            } else {
+                String::new()
+            },
+            d.alerts.len()
+        );
+        head(
+            h,
+            &[
+                "alert",
+                "first pending",
+                "first firing",
+                "resolved",
+                "lead time",
+            ],
+        );
+        for a in &d.alerts {
+            let resolved = match (a.first_firing_s, a.resolved_s) {
+                (None, _) => "—".into(),
+                (Some(_), None) => "still firing at the end".into(),
+                (Some(_), r) => secs(r),
+            };
+            row(
+                h,
+                "",
+                &[
+                    format!("<code>{}</code>", escape(&a.name)),
+                    secs(a.first_pending_s),
+                    secs(a.first_firing_s),
+                    resolved,
+                    lead(&d, a.lead_s, a.fired()),
+                ],
+            );
+        }
+        h.push_str("</table>\n");
+    }
+    h.push_str("</section>\n");
+}
