@@ -39,9 +39,9 @@ pub(crate) fn section(h: &mut String, run: &RunData) {
          positive means the rule caught the problem before customers saw it. First customer-visible \
          failure: the first second after the warm-up whose client-visible failure ratio is above ",
     );
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "{:.0} % (<code>analysis.customer_failure_threshold</code>) or in which a document was given up.</p>\n",
+        "{:.0} % (<code>analysis.customer_failure_threshold</code>) or in which a document was given up.</p>",
         run.analysis.customer_failure_threshold * 100.0
     );
     for v in &run.variants {
