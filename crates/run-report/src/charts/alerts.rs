@@ -63,17 +63,21 @@ pub fn draw_rows<DB: DrawingBackend>(
                 }))
                 .map_err(err)?;
         }
-        let style = (FAMILY, 11)
-            .into_font()
-            .color(&TEXT)
-            .pos(Pos::new(HPos::Left, VPos::Center));
-        chart
-            .draw_series(std::iter::once(Text::new(
-                printable(&a.name),
-                (t_max * 0.003, (lo + hi) / 2.0),
-                style,
-            )))
-            .map_err(err)?;
+        // The name over its row on a light box, so it reads on a firing bar too
+        // (width estimated from the character count at this font size).
+        let name = printable(&a.name);
+        let w = (name.chars().count() as f64 * 6.3).ceil() as i32 + 6;
+        let label = EmptyElement::at((t_max * 0.003, (lo + hi) / 2.0))
+            + Rectangle::new([(0, -7), (w, 7)], WHITE.mix(0.85).filled())
+            + Text::new(
+                name,
+                (3, 0),
+                (FAMILY, 11)
+                    .into_font()
+                    .color(&TEXT)
+                    .pos(Pos::new(HPos::Left, VPos::Center)),
+            );
+        chart.draw_series(std::iter::once(label)).map_err(err)?;
     }
     if let Some(t) = detect(v, cfg).first_customer_failure_s {
         chart
