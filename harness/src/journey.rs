@@ -8,6 +8,7 @@
 //! in flight at the cut is reported to goose as a failure and counted by the
 //! recorder as cut off, so goose's request count covers every attempt sent.
 
+use crate::experiment::Submission;
 use crate::recorder::{AttemptOutcome, JourneyEnd, Recorder};
 use crate::workload::Document;
 use rand::rngs::StdRng;
@@ -34,6 +35,9 @@ pub struct AttemptReport {
 pub struct JourneyContext {
     pub client: reqwest::Client,
     pub extract_url: String,
+    /// `http://host:port`, for the job URLs the system hands out.
+    pub base_url: String,
+    pub submission: Submission,
     pub recorder: Arc<Recorder>,
     pub retry: retry_policy::RetryConfig,
     pub timeout: Duration,
@@ -50,28 +54,24 @@ pub struct JourneyContext {
 }
 
 impl JourneyContext {
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         client: reqwest::Client,
         base_url: &str,
-        recorder: Arc<Recorder>,
-        retry: retry_policy::RetryConfig,
-        timeout: Duration,
-        hard_stop: Instant,
-        page: PageConfig,
-        seed: u64,
+        settings: &crate::load::JourneySettings,
         reports: mpsc::UnboundedSender<AttemptReport>,
         stop: Arc<crate::interrupt::StopSignal>,
     ) -> Self {
         JourneyContext {
             client,
             extract_url: format!("{base_url}/v1/extract"),
-            recorder,
-            retry,
-            timeout,
-            hard_stop,
-            page,
-            seed,
+            base_url: base_url.to_string(),
+            recorder: settings.recorder.clone(),
+            retry: settings.retry.clone(),
+            timeout: settings.timeout,
+            hard_stop: settings.hard_stop,
+            page: settings.page,
+            seed: settings.seed,
+            submission: settings.submission,
             reports,
             stop,
             policies: Mutex::new(HashMap::new()),
@@ -89,7 +89,7 @@ impl JourneyContext {
 }
 
 /// How an attempt ended, with what the retry policy needs.
-enum Attempt {
+pub(crate) enum Attempt {
     Ok(ExtractResponse),
     Failed(AttemptOutcome, Failure),
 }
@@ -187,7 +187,26 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> Jour
     }
 }
 
+/// One attempt, by the client's submission mode.
 async fn send(ctx: &JourneyContext, doc: &Document) -> (Attempt, Option<u16>) {
+    match ctx.submission {
+        Submission::Sync => match post(ctx, &ctx.extract_url, doc).await {
+            Ok(resp) => answer(resp).await,
+            Err(failed) => (failed, None),
+        },
+        Submission::Async {
+            poll_interval,
+            honour_retry_after,
+        } => crate::async_client::attempt(ctx, doc, poll_interval, honour_retry_after).await,
+    }
+}
+
+/// `POST`s the document to `url`; a failure to get any answer is the attempt's end.
+pub(crate) async fn post(
+    ctx: &JourneyContext,
+    url: &str,
+    doc: &Document,
+) -> Result<reqwest::Response, Attempt> {
     let body = sut::ExtractRequest {
         tenant: doc.tenant.clone(),
         document: doc.id,
@@ -195,21 +214,43 @@ async fn send(ctx: &JourneyContext, doc: &Document) -> (Attempt, Option<u16>) {
     };
     let resp = ctx
         .client
-        .post(&ctx.extract_url)
+        .post(url)
         .json(&body)
         .timeout(ctx.timeout)
         .send()
         .await;
-    let resp = match resp {
-        Ok(r) => r,
-        Err(e) if e.is_timeout() => {
-            return (
-                Attempt::Failed(AttemptOutcome::Timeout, Failure::Timeout),
-                None,
-            )
-        }
-        Err(_) => return (Attempt::Failed(AttemptOutcome::Error, Failure::Error), None),
-    };
+    transport(resp)
+}
+
+/// A request that got no answer: timed out or failed in transport.
+pub(crate) fn transport(
+    resp: reqwest::Result<reqwest::Response>,
+) -> Result<reqwest::Response, Attempt> {
+    match resp {
+        Ok(r) => Ok(r),
+        Err(e) if e.is_timeout() => Err(Attempt::Failed(AttemptOutcome::Timeout, Failure::Timeout)),
+        Err(_) => Err(Attempt::Failed(AttemptOutcome::Error, Failure::Error)),
+    }
+}
+
+/// The Retry-After of an answer: the system's millisecond header, else the
+/// standard one in seconds.
+pub(crate) fn retry_after(h: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let ms = h
+        .get(RETRY_AFTER_MS)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(Duration::from_millis);
+    let secs = h
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(Duration::from_secs);
+    ms.or(secs)
+}
+
+/// What a final answer (the synchronous path's) means for the attempt.
+pub(crate) async fn answer(resp: reqwest::Response) -> (Attempt, Option<u16>) {
     let status = resp.status().as_u16();
     match status {
         200 => match resp.json::<ExtractResponse>().await {
@@ -224,18 +265,7 @@ async fn send(ctx: &JourneyContext, doc: &Document) -> (Attempt, Option<u16>) {
             ),
         },
         503 => {
-            let h = resp.headers();
-            let ms = h
-                .get(RETRY_AFTER_MS)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse::<u64>().ok())
-                .map(Duration::from_millis);
-            let secs = h
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse::<u64>().ok())
-                .map(Duration::from_secs);
-            let retry_after = ms.or(secs);
+            let retry_after = retry_after(resp.headers());
             drain(resp).await;
             (
                 Attempt::Failed(
@@ -265,7 +295,7 @@ async fn send(ctx: &JourneyContext, doc: &Document) -> (Attempt, Option<u16>) {
 /// Reads an error answer's (small) body so its connection goes back to the
 /// pool: an unread body makes the client open a new connection per attempt,
 /// which in a retry storm costs the load generator more than the requests.
-async fn drain(resp: reqwest::Response) {
+pub(crate) async fn drain(resp: reqwest::Response) {
     let _ = resp.bytes().await;
 }
 

@@ -300,6 +300,7 @@ async fn drive_variant(
             hard_stop,
             page: v.system.page,
             seed: exp.seed,
+            submission: v.client.submission,
         },
     };
     let load_result = load::drive(plan).await;

@@ -135,6 +135,7 @@ async fn harness_ceiling(base: &str, w: &Windows) -> anyhow::Result<(f64, u64)> 
                 rounds: 1,
             },
             seed: 1,
+            submission: crate::experiment::Submission::Sync,
         },
     };
     drive(plan).await?;

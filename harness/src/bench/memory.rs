@@ -164,6 +164,7 @@ async fn storm(base: &str, attempts: u64, limit: Duration) -> anyhow::Result<Sto
                 rounds: 1,
             },
             seed: 1,
+            submission: crate::experiment::Submission::Sync,
         },
     };
     let outcome = drive(plan).await?;

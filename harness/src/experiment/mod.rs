@@ -167,6 +167,22 @@ impl Arrival {
 pub struct ClientBehaviour {
     pub retry: RetryConfig,
     pub timeout: Duration,
+    pub submission: Submission,
+}
+
+/// How a client submits a document (seed 000's advice to customers: "use
+/// asynchronous submission where available" and "honour the Retry-After
+/// header").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Submission {
+    /// One request per attempt, held open until the answer or the timeout.
+    Sync,
+    /// `POST /v1/jobs`, then `GET` the job until it has an answer: every
+    /// `poll_interval`, or when the answer's Retry-After says if honoured.
+    Async {
+        poll_interval: Duration,
+        honour_retry_after: bool,
+    },
 }
 
 /// One variant: the base configuration with its overrides applied.

@@ -343,11 +343,62 @@ fn client(cx: &Ctx, c: &RawClient, field: &str) -> Result<ClientBehaviour, Exper
     c.retry
         .validate()
         .map_err(|m| cx.err(&c.timeout.referenced, format!("{field}.retry"), m))?;
+    let mode = c.mode.as_ref().map(|m| m.value).unwrap_or_default();
+    let at = c
+        .poll
+        .as_ref()
+        .map(|p| p.referenced)
+        .or(c.mode.as_ref().map(|m| m.referenced))
+        .unwrap_or(c.timeout.referenced);
+    let submission = submission(cx, &at, field, mode, c.poll.as_ref().map(|p| &p.value))?;
     Ok(ClientBehaviour {
         retry: c.retry.clone(),
         timeout,
+        submission,
     })
 }
+
+/// How the clients submit: `mode` and its `poll` policy. A poll policy
+/// without `mode: async` would be silently ignored, so it is an error.
+fn submission(
+    cx: &Ctx,
+    at: &Location,
+    field: &str,
+    mode: ClientMode,
+    poll: Option<&RawPoll>,
+) -> Result<Submission, ExperimentError> {
+    match (mode, poll) {
+        (ClientMode::Sync, None) => Ok(Submission::Sync),
+        (ClientMode::Sync, Some(_)) => Err(cx.err(
+            at,
+            format!("{field}.poll"),
+            "a poll policy only applies to `mode: async`",
+        )),
+        (ClientMode::Async, poll) => {
+            let (interval, honour) = match poll {
+                Some(p) => (
+                    cx.duration(at, &format!("{field}.poll.interval"), &p.interval)?,
+                    p.honour_retry_after,
+                ),
+                None => (DEFAULT_POLL_INTERVAL, true),
+            };
+            if interval.is_zero() {
+                return Err(cx.err(
+                    at,
+                    format!("{field}.poll.interval"),
+                    "must be > 0 (a client polling without pause is a load test of the job table)",
+                ));
+            }
+            Ok(Submission::Async {
+                poll_interval: interval,
+                honour_retry_after: honour,
+            })
+        }
+    }
+}
+
+/// An async client's pause between polls when the answer gives none.
+const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(250);
 
 /// Every variant: the base system with the variant's overrides merged key by
 /// key, validated again (typed first, so a misspelt key is an error with its
@@ -414,6 +465,19 @@ pub(super) fn variants(
             if let Some(t) = &c.timeout {
                 client_b.timeout =
                     cx.duration(at, &format!("variants.{vname}.client.timeout"), t)?;
+            }
+            if c.mode.is_some() || c.poll.is_some() {
+                let mode = c.mode.unwrap_or(match client_b.submission {
+                    Submission::Sync => ClientMode::Sync,
+                    Submission::Async { .. } => ClientMode::Async,
+                });
+                client_b.submission = submission(
+                    cx,
+                    at,
+                    &format!("variants.{vname}.client"),
+                    mode,
+                    c.poll.as_ref(),
+                )?;
             }
         }
         if let Environment::External { .. } = environment {
