@@ -54,7 +54,13 @@ pub(crate) async fn attempt(
     let mut wait = poll_interval;
     loop {
         tokio::time::sleep(wait).await;
-        let resp = match transport(ctx.client.get(&job_url).timeout(ctx.timeout).send().await) {
+        let resp = match transport(
+            ctx.client
+                .get(&job_url)
+                .timeout(ctx.timeout_for(doc))
+                .send()
+                .await,
+        ) {
             Ok(r) => r,
             Err(failed) => return (failed, None),
         };

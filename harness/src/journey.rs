@@ -49,8 +49,11 @@ pub struct JourneyContext {
     pub reports: mpsc::UnboundedSender<AttemptReport>,
     /// Cuts every journey off early (Ctrl-C, dead system under test).
     pub stop: Arc<crate::interrupt::StopSignal>,
-    /// One retry policy (and budget) per tenant: a tenant is one client.
-    policies: Mutex<HashMap<String, Arc<RetryPolicy>>>,
+    /// Clients per tenant; a document belongs to client `id % clients_per_tenant`.
+    clients_per_tenant: u32,
+    tenant_clients: std::collections::BTreeMap<String, crate::experiment::TenantClient>,
+    /// One retry policy (its state and budget) per client.
+    policies: Mutex<HashMap<(String, u32), Arc<RetryPolicy>>>,
 }
 
 impl JourneyContext {
@@ -72,19 +75,39 @@ impl JourneyContext {
             page: settings.page,
             seed: settings.seed,
             submission: settings.submission,
+            clients_per_tenant: settings.clients_per_tenant.max(1),
+            tenant_clients: settings.tenant_clients.clone(),
             reports,
             stop,
             policies: Mutex::new(HashMap::new()),
         }
     }
 
-    fn policy(&self, tenant: &str) -> Arc<RetryPolicy> {
+    /// The retry policy of the client `doc` belongs to: its own state and
+    /// budget, configured as its tenant's clients are.
+    fn policy(&self, doc: &Document) -> Arc<RetryPolicy> {
+        let client = (doc.id % u64::from(self.clients_per_tenant)) as u32;
         self.policies
             .lock()
             .expect("policies lock")
-            .entry(tenant.to_string())
-            .or_insert_with(|| Arc::new(RetryPolicy::new(self.retry.clone())))
+            .entry((doc.tenant.clone(), client))
+            .or_insert_with(|| {
+                let retry = self
+                    .tenant_clients
+                    .get(&doc.tenant)
+                    .and_then(|t| t.retry.clone())
+                    .unwrap_or_else(|| self.retry.clone());
+                Arc::new(RetryPolicy::new(retry))
+            })
             .clone()
+    }
+
+    /// The client timeout of one attempt (one request) of `doc`.
+    pub(crate) fn timeout_for(&self, doc: &Document) -> Duration {
+        self.tenant_clients
+            .get(&doc.tenant)
+            .and_then(|t| t.timeout)
+            .unwrap_or(self.timeout)
     }
 }
 
@@ -96,7 +119,7 @@ pub(crate) enum Attempt {
 
 /// Runs one journey to its end; `planned` is when its first attempt was due.
 pub async fn run(ctx: Arc<JourneyContext>, doc: Document, planned: Instant) {
-    ctx.recorder.submitted(doc.id);
+    ctx.recorder.submitted(doc.id, &doc.tenant);
     let end = journey(&ctx, &doc, planned).await;
     if end == JourneyEnd::Pending {
         ctx.recorder.pending();
@@ -119,11 +142,11 @@ async fn until_end<T>(
 
 /// Runs the journey; `Pending` means the variant ended first (counted by the caller).
 async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> JourneyEnd {
-    let policy = ctx.policy(&doc.tenant);
+    let policy = ctx.policy(doc);
     let mut rng = StdRng::seed_from_u64(ctx.seed ^ doc.id);
     if !policy.admit_request(std::time::Instant::now(), &mut rng) {
         // Adaptive throttling refused it locally: a failed attempt that never left.
-        ctx.recorder.attempt_sent(doc.id);
+        ctx.recorder.attempt_sent(doc.id, &doc.tenant);
         ctx.recorder
             .attempt_done(AttemptOutcome::Rejected, Duration::ZERO);
         ctx.recorder.given_up();
@@ -135,7 +158,7 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> Jour
         if Instant::now() >= ctx.hard_stop || ctx.stop.is_set() {
             return JourneyEnd::Pending;
         }
-        ctx.recorder.attempt_sent(doc.id);
+        ctx.recorder.attempt_sent(doc.id, &doc.tenant);
         let Some(outcome) = until_end(ctx, send(ctx, doc)).await else {
             // Sent (it may or may not have reached the system) but never
             // answered before the end: goose hears of it as a failed request,
@@ -216,7 +239,7 @@ pub(crate) async fn post(
         .client
         .post(url)
         .json(&body)
-        .timeout(ctx.timeout)
+        .timeout(ctx.timeout_for(doc))
         .send()
         .await;
     transport(resp)
@@ -310,4 +333,81 @@ async fn verify(ctx: &JourneyContext, doc: &Document, resp: &ExtractResponse) {
     let correct = resp.document == doc.id && resp.pages == doc.pages && resp.digest == expected;
     ctx.recorder
         .result_checked(doc.id, correct, resp.digest, expected);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::TenantClient;
+
+    fn context(clients_per_tenant: u32) -> JourneyContext {
+        let mut tenant_clients = std::collections::BTreeMap::new();
+        let mut aggressive = retry_policy::RetryConfig::no_retries();
+        aggressive.max_attempts = 10;
+        tenant_clients.insert(
+            "t7".to_string(),
+            TenantClient {
+                retry: Some(aggressive),
+                timeout: Some(Duration::from_secs(5)),
+            },
+        );
+        let settings = crate::load::JourneySettings {
+            recorder: Arc::new(Recorder::new(Instant::now(), 2)),
+            retry: retry_policy::RetryConfig::no_retries(),
+            timeout: Duration::from_secs(1),
+            hard_stop: Instant::now(),
+            page: PageConfig {
+                words: 1,
+                rounds: 1,
+            },
+            seed: 1,
+            submission: Submission::Sync,
+            clients_per_tenant,
+            tenant_clients,
+        };
+        let (tx, _rx) = mpsc::unbounded_channel();
+        JourneyContext::new(
+            reqwest::Client::new(),
+            "http://127.0.0.1:9",
+            &settings,
+            tx,
+            Arc::new(crate::interrupt::StopSignal::default()),
+        )
+    }
+
+    fn doc(id: u64, tenant: &str) -> Document {
+        Document {
+            id,
+            tenant: tenant.into(),
+            pages: 1,
+            planned: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn each_client_keeps_its_own_retry_state() {
+        let ctx = context(3);
+        // Documents 3 and 6 belong to client 0 of t1, document 4 to client 1.
+        let a = ctx.policy(&doc(3, "t1"));
+        assert!(Arc::ptr_eq(&a, &ctx.policy(&doc(6, "t1"))));
+        assert!(!Arc::ptr_eq(&a, &ctx.policy(&doc(4, "t1"))));
+        // The same client index of another tenant is another client.
+        assert!(!Arc::ptr_eq(&a, &ctx.policy(&doc(3, "t2"))));
+        assert_eq!(ctx.policies.lock().unwrap().len(), 3);
+        // One client per tenant, as before a population of clients.
+        let one = context(1);
+        assert!(Arc::ptr_eq(
+            &one.policy(&doc(3, "t1")),
+            &one.policy(&doc(4, "t1"))
+        ));
+    }
+
+    #[test]
+    fn a_tenant_override_configures_its_clients_only() {
+        let ctx = context(2);
+        assert_eq!(ctx.policy(&doc(1, "t7")).config().max_attempts, 10);
+        assert_eq!(ctx.policy(&doc(1, "t1")).config().max_attempts, 1);
+        assert_eq!(ctx.timeout_for(&doc(1, "t7")), Duration::from_secs(5));
+        assert_eq!(ctx.timeout_for(&doc(1, "t1")), Duration::from_secs(1));
+    }
 }

@@ -55,6 +55,10 @@ pub struct JourneySettings {
     pub seed: u64,
     /// Synchronous requests, or jobs submitted and polled.
     pub submission: crate::experiment::Submission,
+    /// Clients per tenant, each with its own retry state (at least 1).
+    pub clients_per_tenant: u32,
+    /// Tenants whose clients retry or time out differently.
+    pub tenant_clients: std::collections::BTreeMap<String, crate::experiment::TenantClient>,
 }
 
 /// What goose counted, as a cross-check of the harness's own recorder.

@@ -195,7 +195,10 @@ async fn drive_variant(
         .context("building the HTTP client")?;
     let base = target.base_url.clone();
     let docs = plan_documents(exp, capacity);
-    let drain = load::drain_time(v.client.timeout, v.client.retry.max_attempts);
+    let drain = {
+        let (timeout, attempts) = v.client.slowest();
+        load::drain_time(timeout, attempts)
+    };
     let start = Instant::now() + Duration::from_millis(300);
     let load_end = start + exp.duration;
     let hard_stop = load_end + drain;
@@ -301,6 +304,8 @@ async fn drive_variant(
             page: v.system.page,
             seed: exp.seed,
             submission: v.client.submission,
+            clients_per_tenant: v.client.clients_per_tenant,
+            tenant_clients: v.client.tenants.clone(),
         },
     };
     let load_result = load::drive(plan).await;
@@ -344,6 +349,7 @@ async fn drive_variant(
         events,
         latency: recorder.latency(),
         tenant_latency: recorder.tenant_latency(),
+        tenant_traffic: recorder.tenant_traffic(),
         oversized_tenants,
         integrity,
         triggers,

@@ -155,6 +155,8 @@ async fn no_request_after_the_load_returns() {
             },
             seed: 1,
             submission: harness::experiment::Submission::Sync,
+            clients_per_tenant: 1,
+            tenant_clients: Default::default(),
         },
     };
     let outcome = harness::load::drive(plan).await.unwrap();
@@ -243,6 +245,8 @@ async fn arrival_rate_holds_at_2000_per_second() {
             },
             seed: 1,
             submission: harness::experiment::Submission::Sync,
+            clients_per_tenant: 1,
+            tenant_clients: Default::default(),
         },
     };
     harness::load::drive(plan).await.unwrap();

@@ -9,6 +9,7 @@ use indexmap::IndexMap;
 use retry_policy::RetryConfig;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
+use std::collections::BTreeMap;
 use sut::SystemConfig;
 
 #[derive(Debug, Deserialize)]
@@ -181,6 +182,23 @@ pub struct RawClient {
     pub mode: Option<Spanned<ClientMode>>,
     #[serde(default)]
     pub poll: Option<Spanned<RawPoll>>,
+    /// Clients in all, spread over the tenants (default: one per tenant);
+    /// each keeps its own retry state and budget.
+    #[serde(default)]
+    pub count: Option<Spanned<u32>>,
+    /// Per-tenant client behaviour, e.g. `t7: { retry: { max_attempts: 10 } }`.
+    #[serde(default)]
+    pub tenants: Option<Spanned<BTreeMap<String, RawTenantClient>>>,
+}
+
+/// One tenant's clients, where they differ from the others.
+#[derive(Debug, Deserialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RawTenantClient {
+    #[serde(default)]
+    pub retry: Option<RetryConfig>,
+    #[serde(default)]
+    pub timeout: Option<String>,
 }
 
 /// How a client submits a document.
