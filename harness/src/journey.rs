@@ -8,6 +8,7 @@
 //! in flight at the cut is reported to goose as a failure and counted by the
 //! recorder as cut off, so goose's request count covers every attempt sent.
 
+use crate::experiment::Submission;
 use crate::recorder::{AttemptOutcome, JourneyEnd, Recorder};
 use crate::workload::Document;
 use rand::rngs::StdRng;
@@ -34,6 +35,9 @@ pub struct AttemptReport {
 pub struct JourneyContext {
     pub client: reqwest::Client,
     pub extract_url: String,
+    /// `http://host:port`, for the job URLs the system hands out.
+    pub base_url: String,
+    pub submission: Submission,
     pub recorder: Arc<Recorder>,
     pub retry: retry_policy::RetryConfig,
     pub timeout: Duration,
@@ -45,58 +49,77 @@ pub struct JourneyContext {
     pub reports: mpsc::UnboundedSender<AttemptReport>,
     /// Cuts every journey off early (Ctrl-C, dead system under test).
     pub stop: Arc<crate::interrupt::StopSignal>,
-    /// One retry policy (and budget) per tenant: a tenant is one client.
-    policies: Mutex<HashMap<String, Arc<RetryPolicy>>>,
+    /// Clients per tenant; a document belongs to client `id % clients_per_tenant`.
+    clients_per_tenant: u32,
+    tenant_clients: std::collections::BTreeMap<String, crate::experiment::TenantClient>,
+    /// One retry policy (its state and budget) per client.
+    policies: Mutex<HashMap<(String, u32), Arc<RetryPolicy>>>,
 }
 
 impl JourneyContext {
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         client: reqwest::Client,
         base_url: &str,
-        recorder: Arc<Recorder>,
-        retry: retry_policy::RetryConfig,
-        timeout: Duration,
-        hard_stop: Instant,
-        page: PageConfig,
-        seed: u64,
+        settings: &crate::load::JourneySettings,
         reports: mpsc::UnboundedSender<AttemptReport>,
         stop: Arc<crate::interrupt::StopSignal>,
     ) -> Self {
         JourneyContext {
             client,
             extract_url: format!("{base_url}/v1/extract"),
-            recorder,
-            retry,
-            timeout,
-            hard_stop,
-            page,
-            seed,
+            base_url: base_url.to_string(),
+            recorder: settings.recorder.clone(),
+            retry: settings.retry.clone(),
+            timeout: settings.timeout,
+            hard_stop: settings.hard_stop,
+            page: settings.page,
+            seed: settings.seed,
+            submission: settings.submission,
+            clients_per_tenant: settings.clients_per_tenant.max(1),
+            tenant_clients: settings.tenant_clients.clone(),
             reports,
             stop,
             policies: Mutex::new(HashMap::new()),
         }
     }
 
-    fn policy(&self, tenant: &str) -> Arc<RetryPolicy> {
+    /// The retry policy of the client `doc` belongs to: its own state and
+    /// budget, configured as its tenant's clients are.
+    fn policy(&self, doc: &Document) -> Arc<RetryPolicy> {
+        let client = (doc.id % u64::from(self.clients_per_tenant)) as u32;
         self.policies
             .lock()
             .expect("policies lock")
-            .entry(tenant.to_string())
-            .or_insert_with(|| Arc::new(RetryPolicy::new(self.retry.clone())))
+            .entry((doc.tenant.clone(), client))
+            .or_insert_with(|| {
+                let retry = self
+                    .tenant_clients
+                    .get(&doc.tenant)
+                    .and_then(|t| t.retry.clone())
+                    .unwrap_or_else(|| self.retry.clone());
+                Arc::new(RetryPolicy::new(retry))
+            })
             .clone()
+    }
+
+    /// The client timeout of one attempt (one request) of `doc`.
+    pub(crate) fn timeout_for(&self, doc: &Document) -> Duration {
+        self.tenant_clients
+            .get(&doc.tenant)
+            .and_then(|t| t.timeout)
+            .unwrap_or(self.timeout)
     }
 }
 
 /// How an attempt ended, with what the retry policy needs.
-enum Attempt {
+pub(crate) enum Attempt {
     Ok(ExtractResponse),
     Failed(AttemptOutcome, Failure),
 }
 
 /// Runs one journey to its end; `planned` is when its first attempt was due.
 pub async fn run(ctx: Arc<JourneyContext>, doc: Document, planned: Instant) {
-    ctx.recorder.submitted(doc.id);
+    ctx.recorder.submitted(doc.id, &doc.tenant);
     let end = journey(&ctx, &doc, planned).await;
     if end == JourneyEnd::Pending {
         ctx.recorder.pending();
@@ -119,11 +142,11 @@ async fn until_end<T>(
 
 /// Runs the journey; `Pending` means the variant ended first (counted by the caller).
 async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> JourneyEnd {
-    let policy = ctx.policy(&doc.tenant);
+    let policy = ctx.policy(doc);
     let mut rng = StdRng::seed_from_u64(ctx.seed ^ doc.id);
     if !policy.admit_request(std::time::Instant::now(), &mut rng) {
         // Adaptive throttling refused it locally: a failed attempt that never left.
-        ctx.recorder.attempt_sent(doc.id);
+        ctx.recorder.attempt_sent(doc.id, &doc.tenant);
         ctx.recorder
             .attempt_done(AttemptOutcome::Rejected, Duration::ZERO);
         ctx.recorder.given_up();
@@ -135,7 +158,7 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> Jour
         if Instant::now() >= ctx.hard_stop || ctx.stop.is_set() {
             return JourneyEnd::Pending;
         }
-        ctx.recorder.attempt_sent(doc.id);
+        ctx.recorder.attempt_sent(doc.id, &doc.tenant);
         let Some(outcome) = until_end(ctx, send(ctx, doc)).await else {
             // Sent (it may or may not have reached the system) but never
             // answered before the end: goose hears of it as a failed request,
@@ -187,7 +210,26 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> Jour
     }
 }
 
+/// One attempt, by the client's submission mode.
 async fn send(ctx: &JourneyContext, doc: &Document) -> (Attempt, Option<u16>) {
+    match ctx.submission {
+        Submission::Sync => match post(ctx, &ctx.extract_url, doc).await {
+            Ok(resp) => answer(resp).await,
+            Err(failed) => (failed, None),
+        },
+        Submission::Async {
+            poll_interval,
+            honour_retry_after,
+        } => crate::async_client::attempt(ctx, doc, poll_interval, honour_retry_after).await,
+    }
+}
+
+/// `POST`s the document to `url`; a failure to get any answer is the attempt's end.
+pub(crate) async fn post(
+    ctx: &JourneyContext,
+    url: &str,
+    doc: &Document,
+) -> Result<reqwest::Response, Attempt> {
     let body = sut::ExtractRequest {
         tenant: doc.tenant.clone(),
         document: doc.id,
@@ -195,21 +237,43 @@ async fn send(ctx: &JourneyContext, doc: &Document) -> (Attempt, Option<u16>) {
     };
     let resp = ctx
         .client
-        .post(&ctx.extract_url)
+        .post(url)
         .json(&body)
-        .timeout(ctx.timeout)
+        .timeout(ctx.timeout_for(doc))
         .send()
         .await;
-    let resp = match resp {
-        Ok(r) => r,
-        Err(e) if e.is_timeout() => {
-            return (
-                Attempt::Failed(AttemptOutcome::Timeout, Failure::Timeout),
-                None,
-            )
-        }
-        Err(_) => return (Attempt::Failed(AttemptOutcome::Error, Failure::Error), None),
-    };
+    transport(resp)
+}
+
+/// A request that got no answer: timed out or failed in transport.
+pub(crate) fn transport(
+    resp: reqwest::Result<reqwest::Response>,
+) -> Result<reqwest::Response, Attempt> {
+    match resp {
+        Ok(r) => Ok(r),
+        Err(e) if e.is_timeout() => Err(Attempt::Failed(AttemptOutcome::Timeout, Failure::Timeout)),
+        Err(_) => Err(Attempt::Failed(AttemptOutcome::Error, Failure::Error)),
+    }
+}
+
+/// The Retry-After of an answer: the system's millisecond header, else the
+/// standard one in seconds.
+pub(crate) fn retry_after(h: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let ms = h
+        .get(RETRY_AFTER_MS)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(Duration::from_millis);
+    let secs = h
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(Duration::from_secs);
+    ms.or(secs)
+}
+
+/// What a final answer (the synchronous path's) means for the attempt.
+pub(crate) async fn answer(resp: reqwest::Response) -> (Attempt, Option<u16>) {
     let status = resp.status().as_u16();
     match status {
         200 => match resp.json::<ExtractResponse>().await {
@@ -224,18 +288,7 @@ async fn send(ctx: &JourneyContext, doc: &Document) -> (Attempt, Option<u16>) {
             ),
         },
         503 => {
-            let h = resp.headers();
-            let ms = h
-                .get(RETRY_AFTER_MS)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse::<u64>().ok())
-                .map(Duration::from_millis);
-            let secs = h
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse::<u64>().ok())
-                .map(Duration::from_secs);
-            let retry_after = ms.or(secs);
+            let retry_after = retry_after(resp.headers());
             drain(resp).await;
             (
                 Attempt::Failed(
@@ -265,7 +318,7 @@ async fn send(ctx: &JourneyContext, doc: &Document) -> (Attempt, Option<u16>) {
 /// Reads an error answer's (small) body so its connection goes back to the
 /// pool: an unread body makes the client open a new connection per attempt,
 /// which in a retry storm costs the load generator more than the requests.
-async fn drain(resp: reqwest::Response) {
+pub(crate) async fn drain(resp: reqwest::Response) {
     let _ = resp.bytes().await;
 }
 
@@ -280,4 +333,81 @@ async fn verify(ctx: &JourneyContext, doc: &Document, resp: &ExtractResponse) {
     let correct = resp.document == doc.id && resp.pages == doc.pages && resp.digest == expected;
     ctx.recorder
         .result_checked(doc.id, correct, resp.digest, expected);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::TenantClient;
+
+    fn context(clients_per_tenant: u32) -> JourneyContext {
+        let mut tenant_clients = std::collections::BTreeMap::new();
+        let mut aggressive = retry_policy::RetryConfig::no_retries();
+        aggressive.max_attempts = 10;
+        tenant_clients.insert(
+            "t7".to_string(),
+            TenantClient {
+                retry: Some(aggressive),
+                timeout: Some(Duration::from_secs(5)),
+            },
+        );
+        let settings = crate::load::JourneySettings {
+            recorder: Arc::new(Recorder::new(Instant::now(), 2)),
+            retry: retry_policy::RetryConfig::no_retries(),
+            timeout: Duration::from_secs(1),
+            hard_stop: Instant::now(),
+            page: PageConfig {
+                words: 1,
+                rounds: 1,
+            },
+            seed: 1,
+            submission: Submission::Sync,
+            clients_per_tenant,
+            tenant_clients,
+        };
+        let (tx, _rx) = mpsc::unbounded_channel();
+        JourneyContext::new(
+            reqwest::Client::new(),
+            "http://127.0.0.1:9",
+            &settings,
+            tx,
+            Arc::new(crate::interrupt::StopSignal::default()),
+        )
+    }
+
+    fn doc(id: u64, tenant: &str) -> Document {
+        Document {
+            id,
+            tenant: tenant.into(),
+            pages: 1,
+            planned: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn each_client_keeps_its_own_retry_state() {
+        let ctx = context(3);
+        // Documents 3 and 6 belong to client 0 of t1, document 4 to client 1.
+        let a = ctx.policy(&doc(3, "t1"));
+        assert!(Arc::ptr_eq(&a, &ctx.policy(&doc(6, "t1"))));
+        assert!(!Arc::ptr_eq(&a, &ctx.policy(&doc(4, "t1"))));
+        // The same client index of another tenant is another client.
+        assert!(!Arc::ptr_eq(&a, &ctx.policy(&doc(3, "t2"))));
+        assert_eq!(ctx.policies.lock().unwrap().len(), 3);
+        // One client per tenant, as before a population of clients.
+        let one = context(1);
+        assert!(Arc::ptr_eq(
+            &one.policy(&doc(3, "t1")),
+            &one.policy(&doc(4, "t1"))
+        ));
+    }
+
+    #[test]
+    fn a_tenant_override_configures_its_clients_only() {
+        let ctx = context(2);
+        assert_eq!(ctx.policy(&doc(1, "t7")).config().max_attempts, 10);
+        assert_eq!(ctx.policy(&doc(1, "t1")).config().max_attempts, 1);
+        assert_eq!(ctx.timeout_for(&doc(1, "t7")), Duration::from_secs(5));
+        assert_eq!(ctx.timeout_for(&doc(1, "t1")), Duration::from_secs(1));
+    }
 }

@@ -53,6 +53,12 @@ pub struct JourneySettings {
     /// The page function's parameters, for the reference computation.
     pub page: sut::config::PageConfig,
     pub seed: u64,
+    /// Synchronous requests, or jobs submitted and polled.
+    pub submission: crate::experiment::Submission,
+    /// Clients per tenant, each with its own retry state (at least 1).
+    pub clients_per_tenant: u32,
+    /// Tenants whose clients retry or time out differently.
+    pub tenant_clients: std::collections::BTreeMap<String, crate::experiment::TenantClient>,
 }
 
 /// What goose counted, as a cross-check of the harness's own recorder.
@@ -115,16 +121,10 @@ pub async fn drive(plan: LoadPlan) -> anyhow::Result<LoadOutcome> {
 /// The arrival scheduler, inside goose's single user.
 async fn scheduler(user: &mut GooseUser, plan: LoadPlan) -> Result<u64, Box<TransactionError>> {
     let (tx, mut rx) = mpsc::unbounded_channel::<AttemptReport>();
-    let j = &plan.journeys;
     let ctx = Arc::new(JourneyContext::new(
         user.client.clone(),
         &plan.base_url,
-        j.recorder.clone(),
-        j.retry.clone(),
-        j.timeout,
-        j.hard_stop,
-        j.page,
-        j.seed,
+        &plan.journeys,
         tx,
         plan.stop.clone(),
     ));

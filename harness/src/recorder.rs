@@ -86,8 +86,20 @@ struct State {
     cut_off: u64,
     /// Every document id submitted so far, to tell a repeat from a first submission.
     seen: HashSet<u64>,
+    /// Submissions and attempts per tenant.
+    traffic: BTreeMap<String, run_report::TenantTraffic>,
     /// Watched documents: how and when (since the start) their journeys ended.
     watched: std::collections::HashMap<u64, Option<(JourneyEnd, Duration)>>,
+}
+
+impl State {
+    /// The tenant's traffic counters (allocating its name only once).
+    fn traffic_of(&mut self, tenant: &str) -> &mut run_report::TenantTraffic {
+        if !self.traffic.contains_key(tenant) {
+            self.traffic.insert(tenant.to_string(), Default::default());
+        }
+        self.traffic.get_mut(tenant).expect("inserted above")
+    }
 }
 
 pub struct Recorder {
@@ -132,6 +144,7 @@ impl Recorder {
                 late: 0,
                 cut_off: 0,
                 seen: HashSet::new(),
+                traffic: BTreeMap::new(),
                 watched: Default::default(),
             }),
         }
@@ -153,9 +166,10 @@ impl Recorder {
 
     /// A submission's journey begins: a document's first, or a repeat of one
     /// submitted before (a population's member drawn again).
-    pub fn submitted(&self, doc: u64) {
+    pub fn submitted(&self, doc: u64, tenant: &str) {
         let now = Instant::now();
         self.with_bucket(now, |b, st| {
+            st.traffic_of(tenant).submissions += 1;
             b.arrivals += 1;
             if !st.seen.insert(doc) {
                 b.repeats += 1;
@@ -170,8 +184,9 @@ impl Recorder {
         self.state.lock().expect("recorder lock").late += 1;
     }
 
-    pub fn attempt_sent(&self, doc: u64) {
-        self.with_bucket(Instant::now(), |b, _| {
+    pub fn attempt_sent(&self, doc: u64, tenant: &str) {
+        self.with_bucket(Instant::now(), |b, st| {
+            st.traffic_of(tenant).attempts += 1;
             b.attempts += 1;
             b.distinct.insert(doc);
         });
@@ -354,6 +369,10 @@ impl Recorder {
         summary(&self.state.lock().expect("recorder lock").overall)
     }
 
+    pub fn tenant_traffic(&self) -> BTreeMap<String, run_report::TenantTraffic> {
+        self.state.lock().expect("recorder lock").traffic.clone()
+    }
+
     pub fn tenant_latency(&self) -> BTreeMap<String, LatencySummary> {
         let st = self.state.lock().expect("recorder lock");
         st.tenants
@@ -378,12 +397,12 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn buckets_by_second_and_accounts_documents() {
         let r = Recorder::new(Instant::now(), 5);
-        r.submitted(1);
-        r.attempt_sent(1);
+        r.submitted(1, "t1");
+        r.attempt_sent(1, "t1");
         r.attempt_done(AttemptOutcome::Rejected, Duration::from_millis(3));
         tokio::time::sleep(Duration::from_millis(1200)).await;
-        r.attempt_sent(1);
-        r.attempt_sent(1);
+        r.attempt_sent(1, "t1");
+        r.attempt_sent(1, "t1");
         r.attempt_done(AttemptOutcome::Ok, Duration::from_millis(10));
         r.result_checked(1, true, 5, 5);
         r.completed("t1", 3, Duration::from_millis(1200));

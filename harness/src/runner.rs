@@ -199,7 +199,10 @@ async fn drive_variant(
         .context("building the HTTP client")?;
     let base = target.base_url.clone();
     let docs = plan_documents(exp, capacity);
-    let drain = load::drain_time(v.client.timeout, v.client.retry.max_attempts);
+    let drain = {
+        let (timeout, attempts) = v.client.slowest();
+        load::drain_time(timeout, attempts)
+    };
     let monitor = match &exp.alerts {
         Some(a) => Some(crate::prometheus::Monitor::start(a, &base, &v.name).await?),
         None => None,
@@ -312,6 +315,9 @@ async fn drive_variant(
             hard_stop,
             page: v.system.page,
             seed: exp.seed,
+            submission: v.client.submission,
+            clients_per_tenant: v.client.clients_per_tenant,
+            tenant_clients: v.client.tenants.clone(),
         },
     };
     let load_result = load::drive(plan).await;
@@ -366,6 +372,7 @@ async fn drive_variant(
         events,
         latency: recorder.latency(),
         tenant_latency: recorder.tenant_latency(),
+        tenant_traffic: recorder.tenant_traffic(),
         oversized_tenants,
         integrity,
         triggers,

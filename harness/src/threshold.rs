@@ -188,7 +188,10 @@ pub fn plan(a: &ThresholdArgs) -> anyhow::Result<Search> {
         let drain = e
             .variants
             .iter()
-            .map(|v| crate::load::drain_time(v.client.timeout, v.client.retry.max_attempts))
+            .map(|v| {
+                let (timeout, attempts) = v.client.slowest();
+                crate::load::drain_time(timeout, attempts)
+            })
             .max()
             .unwrap_or_default();
         longest = longest.max(e.duration + drain + Duration::from_secs(3));

@@ -154,6 +154,9 @@ async fn no_request_after_the_load_returns() {
                 rounds: 2,
             },
             seed: 1,
+            submission: harness::experiment::Submission::Sync,
+            clients_per_tenant: 1,
+            tenant_clients: Default::default(),
         },
     };
     let outcome = harness::load::drive(plan).await.unwrap();
@@ -241,6 +244,9 @@ async fn arrival_rate_holds_at_2000_per_second() {
                 rounds: 1,
             },
             seed: 1,
+            submission: harness::experiment::Submission::Sync,
+            clients_per_tenant: 1,
+            tenant_clients: Default::default(),
         },
     };
     harness::load::drive(plan).await.unwrap();

@@ -323,3 +323,48 @@ fn actions_may_be_limited_to_variants_faults_may_not() {
         "timeline[0].variants",
     );
 }
+
+#[test]
+fn async_clients_poll_at_their_interval_and_variants_may_switch_mode() {
+    use harness::experiment::Submission;
+    let text = BASE
+        .replace(
+            "client: { timeout: 1s, retry: { max_attempts: 2 } }",
+            "client: { timeout: 1s, retry: { max_attempts: 2 }, mode: async, poll: { interval: 100ms, honour_retry_after: false } }",
+        )
+        .replace(
+            "  b: { system: { pool: { slots: 8 } } }",
+            "  b: { client: { mode: sync } }\n  c: { client: { poll: { interval: 1s } } }",
+        );
+    let e = parse(&text, "exp.yaml", false).unwrap();
+    let by = |n: &str| {
+        e.variants
+            .iter()
+            .find(|v| v.name == n)
+            .unwrap()
+            .client
+            .submission
+    };
+    assert_eq!(
+        by("a"),
+        Submission::Async {
+            poll_interval: std::time::Duration::from_millis(100),
+            honour_retry_after: false
+        }
+    );
+    assert_eq!(by("b"), Submission::Sync);
+    // A variant's poll policy keeps the base's async mode; honouring is the default.
+    assert_eq!(
+        by("c"),
+        Submission::Async {
+            poll_interval: std::time::Duration::from_secs(1),
+            honour_retry_after: true
+        }
+    );
+    // Without `mode`, clients are synchronous, as before.
+    let e = parse(BASE, "exp.yaml", false).unwrap();
+    assert!(e
+        .variants
+        .iter()
+        .all(|v| v.client.submission == Submission::Sync));
+}

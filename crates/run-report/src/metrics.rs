@@ -32,6 +32,7 @@ use std::fmt;
 /// | `gateway_amplification` | W | | gateway attempts to pools / client attempts |
 /// | `duplicate_compute_share` | W | | pages recomputed / pages computed |
 /// | `cache_hit_ratio` | W | | result cache reads that hit / all reads, summed over the window |
+/// | `gpu_pages_per_s` | W | | pages the GPU computed per second, mean over the window's seconds (the load the cache did not absorb) |
 /// | `repeat_submissions` | W | | submissions of a document submitted before in the variant (a population's repeats, sum) |
 /// | `cache_writes_lost` | W | | cache writes acknowledged but lost (sum) |
 /// | `cache_write_errors` | W | | cache writes that failed loudly (sum) |
@@ -72,6 +73,7 @@ pub const METRICS: &[&str] = &[
     "gateway_amplification",
     "duplicate_compute_share",
     "cache_hit_ratio",
+    "gpu_pages_per_s",
     "repeat_submissions",
     "cache_writes_lost",
     "cache_write_errors",
@@ -111,6 +113,7 @@ pub const WINDOWED_METRICS: &[&str] = &[
     "gateway_amplification",
     "duplicate_compute_share",
     "cache_hit_ratio",
+    "gpu_pages_per_s",
     "repeat_submissions",
     "cache_writes_lost",
     "cache_write_errors",
@@ -318,6 +321,10 @@ fn run_metric_value(
                 sum(s, |x| x.cache_hits + x.cache_misses),
             ),
             "no cache read",
+        )?,
+        "gpu_pages_per_s" => need(
+            series::mean_finite(s.iter().map(|x| x.pages_computed as f64)),
+            "no second",
         )?,
         "repeat_submissions" => sum(s, |x| x.repeat_submissions) as f64,
         "cache_writes_lost" => sum(s, |x| x.cache_writes_lost) as f64,

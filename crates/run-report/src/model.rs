@@ -147,6 +147,22 @@ pub struct IncidentFigure {
 }
 
 /// One variant's run.
+/// What one tenant's clients sent over the variant.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Default, PartialEq)]
+pub struct TenantTraffic {
+    /// Documents submitted (first submissions and repeats).
+    pub submissions: u64,
+    /// Attempts sent, retries included.
+    pub attempts: u64,
+}
+
+impl TenantTraffic {
+    /// Attempts per submission: the tenant's clients' own amplification.
+    pub fn amplification(&self) -> Option<f64> {
+        (self.submissions > 0).then(|| self.attempts as f64 / self.submissions as f64)
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct VariantRun {
     pub name: String,
@@ -158,6 +174,9 @@ pub struct VariantRun {
     pub latency: LatencySummary,
     /// End-to-end latency of completed documents per tenant (ms), first send to final answer.
     pub tenant_latency: BTreeMap<String, LatencySummary>,
+    /// Submissions and attempts per tenant: whose clients amplified the load.
+    #[serde(default)]
+    pub tenant_traffic: BTreeMap<String, TenantTraffic>,
     /// Tenants that received oversized documents (excluded when judging "other tenants").
     #[serde(default)]
     pub oversized_tenants: Vec<String>,

@@ -135,6 +135,9 @@ async fn harness_ceiling(base: &str, w: &Windows) -> anyhow::Result<(f64, u64)> 
                 rounds: 1,
             },
             seed: 1,
+            submission: crate::experiment::Submission::Sync,
+            clients_per_tenant: 1,
+            tenant_clients: Default::default(),
         },
     };
     drive(plan).await?;

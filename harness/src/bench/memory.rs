@@ -164,6 +164,9 @@ async fn storm(base: &str, attempts: u64, limit: Duration) -> anyhow::Result<Sto
                 rounds: 1,
             },
             seed: 1,
+            submission: crate::experiment::Submission::Sync,
+            clients_per_tenant: 1,
+            tenant_clients: Default::default(),
         },
     };
     let outcome = drive(plan).await?;

@@ -169,6 +169,58 @@ impl Arrival {
 pub struct ClientBehaviour {
     pub retry: RetryConfig,
     pub timeout: Duration,
+    pub submission: Submission,
+    /// Clients per tenant (at least 1): a document belongs to one of its
+    /// tenant's clients, and each client keeps its own retry state.
+    pub clients_per_tenant: u32,
+    /// Tenants whose clients retry or time out differently.
+    pub tenants: std::collections::BTreeMap<String, TenantClient>,
+}
+
+/// Where one tenant's clients differ from the variant's clients (applied on
+/// top of the variant's, so a variant that changes the retry policy changes
+/// it for every tenant that does not set its own).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TenantClient {
+    pub retry: Option<RetryConfig>,
+    pub timeout: Option<Duration>,
+}
+
+impl ClientBehaviour {
+    /// The longest timeout and the most attempts of any tenant's clients:
+    /// what the drain after the load must wait for.
+    pub fn slowest(&self) -> (Duration, u32) {
+        self.tenants
+            .keys()
+            .fold((self.timeout, self.retry.max_attempts), |(t, a), name| {
+                let (r, to) = self.for_tenant(name);
+                (t.max(to), a.max(r.max_attempts))
+            })
+    }
+
+    /// The retry policy and timeout of `tenant`'s clients.
+    pub fn for_tenant(&self, tenant: &str) -> (&RetryConfig, Duration) {
+        let t = self.tenants.get(tenant);
+        (
+            t.and_then(|t| t.retry.as_ref()).unwrap_or(&self.retry),
+            t.and_then(|t| t.timeout).unwrap_or(self.timeout),
+        )
+    }
+}
+
+/// How a client submits a document (seed 000's advice to customers: "use
+/// asynchronous submission where available" and "honour the Retry-After
+/// header").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Submission {
+    /// One request per attempt, held open until the answer or the timeout.
+    Sync,
+    /// `POST /v1/jobs`, then `GET` the job until it has an answer: every
+    /// `poll_interval`, or when the answer's Retry-After says if honoured.
+    Async {
+        poll_interval: Duration,
+        honour_retry_after: bool,
+    },
 }
 
 /// One variant: the base configuration with its overrides applied.

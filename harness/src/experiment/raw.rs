@@ -9,6 +9,7 @@ use indexmap::IndexMap;
 use retry_policy::RetryConfig;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
+use std::collections::BTreeMap;
 use sut::SystemConfig;
 
 #[derive(Debug, Deserialize)]
@@ -192,6 +193,52 @@ pub enum PageDistribution {
 pub struct RawClient {
     pub retry: RetryConfig,
     pub timeout: Spanned<String>,
+    /// `sync` (default): one request per attempt, held until the answer.
+    /// `async`: submit a job, then poll for its answer.
+    #[serde(default)]
+    pub mode: Option<Spanned<ClientMode>>,
+    #[serde(default)]
+    pub poll: Option<Spanned<RawPoll>>,
+    /// Clients in all, spread over the tenants (default: one per tenant);
+    /// each keeps its own retry state and budget.
+    #[serde(default)]
+    pub count: Option<Spanned<u32>>,
+    /// Per-tenant client behaviour, e.g. `t7: { retry: { max_attempts: 10 } }`.
+    #[serde(default)]
+    pub tenants: Option<Spanned<BTreeMap<String, RawTenantClient>>>,
+}
+
+/// One tenant's clients, where they differ from the others.
+#[derive(Debug, Deserialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RawTenantClient {
+    #[serde(default)]
+    pub retry: Option<RetryConfig>,
+    #[serde(default)]
+    pub timeout: Option<String>,
+}
+
+/// How a client submits a document.
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientMode {
+    #[default]
+    Sync,
+    Async,
+}
+
+/// `poll: { interval: 250ms, honour_retry_after: true }`: how an async client
+/// asks for its job's answer.
+#[derive(Debug, Deserialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RawPoll {
+    pub interval: String,
+    #[serde(default = "yes")]
+    pub honour_retry_after: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Debug, Deserialize, Clone)]
@@ -239,6 +286,10 @@ pub struct RawClientOverride {
     pub retry: Option<RetryConfig>,
     #[serde(default)]
     pub timeout: Option<String>,
+    #[serde(default)]
+    pub mode: Option<ClientMode>,
+    #[serde(default)]
+    pub poll: Option<RawPoll>,
 }
 
 /// `waves: 0` or `waves: ">= 3"`.

@@ -42,7 +42,7 @@ pub fn grid_of(
         file: plan.file.clone(),
         run_id: run_id.to_string(),
         quick: true,
-        load_path: LOAD_PATH.into(),
+        load_path: plan.load_path.clone(),
         loads: plan.loads.values.clone(),
         load_ticks: (0..plan.loads.values.len())
             .map(|i| plan.loads.text(i))
@@ -93,6 +93,7 @@ pub fn cli(args: SweepArgs) -> ExitCode {
     let plan = match plan(
         &args.experiment,
         &args.load,
+        &args.load_path,
         &args.trigger,
         &args.set,
         args.variant.as_deref(),

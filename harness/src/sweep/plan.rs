@@ -21,6 +21,11 @@ pub struct SweepArgs {
     /// Loads (share of capacity): `FROM..TO:STEPS`, e.g. 0.3..0.9:7.
     #[arg(long, default_value = "0.3..0.9:7")]
     pub load: String,
+    /// Where the load goes in the YAML tree (a dotted path, as for
+    /// `--trigger`): for an experiment whose arrivals step up, e.g.
+    /// `workload.arrival.steps.1.capacity`.
+    #[arg(long, default_value = LOAD_PATH)]
+    pub load_path: String,
     /// The trigger axis: `PATH[,PATH..]=FROM..TO:STEPS`, a dotted path in the
     /// YAML tree (numeric segments index lists), e.g.
     /// `quick.timeline.1.fault.oversized_documents.count=1..8:5`. Several
@@ -47,14 +52,18 @@ pub struct SweepArgs {
 pub fn cell_text(
     tree: &Value,
     sets: &[(String, Value)],
-    load: Option<Value>,
+    load: Option<(&str, Value)>,
     trigger: &Trigger,
     trigger_index: usize,
 ) -> anyhow::Result<String> {
     let mut t = with_sets(tree, sets)?;
-    if let Some(load) = load {
-        set_path(&mut t, LOAD_PATH, load).map_err(|e| {
-            anyhow::anyhow!("--load needs `workload: {{ arrival: {{ constant: {{ capacity: .. }} }} }}` in the experiment ({e})")
+    if let Some((path, load)) = load {
+        set_path(&mut t, path, load).map_err(|e| {
+            if path == LOAD_PATH {
+                anyhow::anyhow!("--load needs `workload: {{ arrival: {{ constant: {{ capacity: .. }} }} }}` in the experiment, or --load-path naming where the load goes ({e})")
+            } else {
+                anyhow::anyhow!("--load-path {path}: {e}")
+            }
         })?;
     }
     for p in &trigger.paths {
@@ -86,6 +95,8 @@ pub struct Plan {
     pub name: String,
     pub file: String,
     pub loads: Range,
+    /// Where each load value was set in the tree.
+    pub load_path: String,
     pub trigger: Trigger,
     /// The `--set` changes, as `path=json`.
     pub sets: Vec<String>,
@@ -99,6 +110,7 @@ pub struct Plan {
 pub fn plan(
     path: &Path,
     loads: &str,
+    load_path: &str,
     trigger: &str,
     sets: &[String],
     variant: Option<&str>,
@@ -146,7 +158,7 @@ pub fn plan(
     for y in 0..trigger.range.values.len() {
         for x in 0..loads.values.len() {
             let index = cells.len();
-            let text = cell_text(&tree, &sets, Some(loads.json(x)), &trigger, y)?;
+            let text = cell_text(&tree, &sets, Some((load_path, loads.json(x))), &trigger, y)?;
             let label = format!(
                 "{file} (sweep cell load={} {}={})",
                 loads.text(x),
@@ -173,6 +185,7 @@ pub fn plan(
         name: base.name.clone(),
         file,
         loads,
+        load_path: load_path.to_string(),
         trigger,
         sets: sets
             .iter()
@@ -216,7 +229,7 @@ mod tests {
         let trig =
             parse_trigger("quick.timeline.1.fault.oversized_documents.count=1..8:3").unwrap();
         let sets = vec![parse_set("quick.timeline.1.at=9s").unwrap()];
-        let cell = cell_text(&tree, &sets, Some(json!(0.7)), &trig, 2).unwrap();
+        let cell = cell_text(&tree, &sets, Some((LOAD_PATH, json!(0.7))), &trig, 2).unwrap();
         let e =
             experiment::parse(&cell, &format!("{file} (cell)"), true).expect("the cell validates");
         let orig = experiment::parse(&text, &file, true).unwrap();
@@ -248,6 +261,7 @@ mod tests {
         let p = plan(
             Path::new(&file),
             "0.3..0.7:3",
+            LOAD_PATH,
             "quick.timeline.1.fault.oversized_documents.count=1..8:2",
             &[],
             None,
@@ -261,6 +275,7 @@ mod tests {
         let e = plan(
             Path::new(&file),
             "0.5",
+            LOAD_PATH,
             "quick.timeline.9.fault.oversized_documents.count=1..8:2",
             &[],
             None,
@@ -269,9 +284,50 @@ mod tests {
         .err()
         .unwrap();
         assert!(format!("{e:#}").contains("index 9"), "{e:#}");
-        let e = plan(Path::new(&file), "0.5", "x=1..2:2", &[], Some("nope"), None)
-            .err()
-            .unwrap();
+        let e = plan(
+            Path::new(&file),
+            "0.5",
+            LOAD_PATH,
+            "x=1..2:2",
+            &[],
+            Some("nope"),
+            None,
+        )
+        .err()
+        .unwrap();
         assert!(format!("{e:#}").contains("no variant"), "{e:#}");
+    }
+
+    #[test]
+    fn the_load_goes_where_load_path_says() {
+        let file = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../experiments/cache-flush.yaml"
+        );
+        let p = plan(
+            Path::new(file),
+            "1.0..2.0:2",
+            "workload.arrival.steps.1.capacity",
+            "quick.timeline.0.fault.cache_flush.share=0.5..1.0:2",
+            &[],
+            Some("before-fix"),
+            None,
+        )
+        .unwrap();
+        assert_eq!(p.cells.len(), 4);
+        assert_eq!(p.load_path, "workload.arrival.steps.1.capacity");
+        // A constant-rate path on a stepped arrival names the fix.
+        let e = plan(
+            Path::new(file),
+            "1.0",
+            LOAD_PATH,
+            "quick.timeline.0.fault.cache_flush.share=0.5..1.0:2",
+            &[],
+            None,
+            None,
+        )
+        .err()
+        .unwrap();
+        assert!(format!("{e:#}").contains("--load-path"), "{e:#}");
     }
 }

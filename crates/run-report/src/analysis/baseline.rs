@@ -6,7 +6,8 @@
 //!   failure ratio, the *highest* per-second p99 (the envelope of normal
 //!   behaviour: a per-second p99 of ~100 samples is noisy, and judging against
 //!   its mean would call a healthy system degraded), the offered load of new
-//!   documents, and the work-amplification figures of [`super::sustaining`].
+//!   documents (with a planned rate, the highest one carried for 3 seconds:
+//!   traffic that stepped up was healthy at its peak, not at its mean), and the work-amplification figures of [`super::sustaining`].
 //!   Fewer than `min_baseline_s` such seconds, or a failure ratio above
 //!   `wave_threshold`: the variant was never healthy.
 //! * **Healthy second.** At least [`MIN_ATTEMPTS`] completed attempts, and
@@ -101,6 +102,29 @@ pub fn has_planned_rate(seconds: &[Second]) -> bool {
     seconds.iter().any(|s| s.offered_rate > 0.0)
 }
 
+/// Seconds a planned rate must have been carried in the baseline to count as
+/// a load the system was healthy at (one second at a step's edge is not).
+const SUSTAINED_LOAD_S: usize = 3;
+
+/// The highest planned rate the baseline carried for [`SUSTAINED_LOAD_S`]
+/// seconds: the load the system is known to be healthy at. Its mean would
+/// understate a baseline whose traffic stepped up (a cache warmed at a low
+/// rate, then the peak), and call the peak itself "raised load" after a
+/// trigger. Counted arrivals are noisy, so they keep their mean.
+fn sustained_planned_peak(before: &[&Second]) -> f64 {
+    let mut rates: Vec<f64> = before
+        .iter()
+        .map(|s| s.offered_rate)
+        .filter(|r| r.is_finite())
+        .collect();
+    rates.sort_by(|a, b| b.total_cmp(a));
+    rates
+        .get(SUSTAINED_LOAD_S - 1)
+        .or(rates.last())
+        .copied()
+        .unwrap_or(0.0)
+}
+
 /// Measures the baseline over `[warmup_s, first)`.
 pub fn measure(
     seconds: &[Second],
@@ -140,8 +164,11 @@ pub fn measure(
         1.0
     };
     let planned = has_planned_rate(seconds);
-    let offered_per_s =
-        series::mean_finite(before.iter().map(|s| offered(s, planned))).unwrap_or(0.0);
+    let offered_per_s = if planned {
+        sustained_planned_peak(&before)
+    } else {
+        series::mean_finite(before.iter().map(|s| offered(s, planned))).unwrap_or(0.0)
+    };
     Ok(Baseline {
         seconds: before.len() as u32,
         failure_ratio,

@@ -313,14 +313,21 @@ pub fn latency(h: &mut String, run: &RunData) {
         row(h, "", &cells);
     }
     h.push_str("</table>\n");
-    if run.variants.iter().any(|v| !v.tenant_latency.is_empty()) {
-        h.push_str("<p class=\"muted\">End-to-end latency of completed documents per tenant (first send to final answer).</p>\n");
+    if run
+        .variants
+        .iter()
+        .any(|v| !v.tenant_latency.is_empty() || !v.tenant_traffic.is_empty())
+    {
+        h.push_str("<p class=\"muted\">Per tenant: what its clients sent (attempts per submission is their own retry amplification) and the end-to-end latency of its completed documents (first send to final answer).</p>\n");
         head(
             h,
             &[
                 "variant",
                 "tenant",
-                "documents",
+                "submissions",
+                "attempts",
+                "attempts per submission",
+                "documents completed",
                 "p50",
                 "p90",
                 "p99",
@@ -329,18 +336,34 @@ pub fn latency(h: &mut String, run: &RunData) {
             ],
         );
         for v in &run.variants {
-            for (t, l) in &v.tenant_latency {
+            let names: std::collections::BTreeSet<&String> = v
+                .tenant_latency
+                .keys()
+                .chain(v.tenant_traffic.keys())
+                .collect();
+            for t in names {
                 let oversized = if v.oversized_tenants.contains(t) {
                     " <b>(oversized)</b>"
                 } else {
                     ""
                 };
+                let traffic = v.tenant_traffic.get(t).copied().unwrap_or_default();
+                let l = v.tenant_latency.get(t).cloned().unwrap_or_default();
                 let mut cells = vec![
                     escape(&v.name),
                     format!("{}{oversized}", escape(t)),
+                    traffic.submissions.to_string(),
+                    traffic.attempts.to_string(),
+                    traffic
+                        .amplification()
+                        .map_or("n/a".into(), |a| format!("{a:.2}")),
                     l.count.to_string(),
                 ];
-                cells.extend(latency_cells(l));
+                if l.count == 0 {
+                    cells.extend(std::iter::repeat_n("n/a".to_string(), 5));
+                } else {
+                    cells.extend(latency_cells(&l));
+                }
                 row(h, "", &cells);
             }
         }

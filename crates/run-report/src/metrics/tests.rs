@@ -26,7 +26,7 @@ fn variant() -> VariantRun {
                 timeouts: failed,
                 p99_ms: if bad { 900.0 } else { 50.0 },
                 gateway_attempts: if bad { 300 } else { 10 },
-                pages_computed: 10,
+                pages_computed: if bad { 40 } else { 10 },
                 pages_recomputed: u64::from(bad),
                 cache_writes_lost: u64::from(bad) * 2,
                 cache_hits: if bad { 1 } else { 6 },
@@ -136,7 +136,8 @@ fn whole_run_values() {
         value(&v, "gateway_amplification"),
         (500.0 + 3000.0) / 1500.0,
     );
-    close(value(&v, "duplicate_compute_share"), 10.0 / 600.0);
+    close(value(&v, "duplicate_compute_share"), 10.0 / 900.0);
+    close(value(&v, "gpu_pages_per_s"), 900.0 / 60.0);
     close(value(&v, "cache_writes_lost"), 20.0);
     close(value(&v, "cache_hit_ratio"), (50.0 * 6.0 + 10.0) / 600.0);
     close(value(&v, "repeat_submissions"), 30.0);
@@ -162,7 +163,9 @@ fn windows_select_seconds() {
     close(value(&v, "failure_ratio_mean[25..35]"), 0.45);
     close(value(&v, "failure_ratio_peak[30s..60s]"), 0.1);
     close(value(&v, "amplification_mean[20s..30s]"), 10.0);
-    close(value(&v, "duplicate_compute_share[20s..30s]"), 0.1);
+    close(value(&v, "duplicate_compute_share[20s..30s]"), 10.0 / 400.0);
+    close(value(&v, "gpu_pages_per_s[20s..30s]"), 40.0);
+    close(value(&v, "gpu_pages_per_s[0s..20s]"), 10.0);
     close(value(&v, "cache_writes_lost[0s..21s]"), 2.0);
     close(value(&v, "cache_hit_ratio[20s..30s]"), 0.1);
     close(value(&v, "cache_hit_ratio[0s..20s]"), 0.6);

@@ -186,6 +186,25 @@ fn a_degraded_tail_under_raised_load_is_overloaded_not_metastable() {
 }
 
 #[test]
+fn a_baseline_that_stepped_up_was_healthy_at_its_peak() {
+    // 10 s at 20/s, then 50/s: the degraded tail at 50/s is not raised load.
+    let mut v = variant(
+        &concat(&[rep(20, 1, 50.0), rep(40, 80, 900.0)]),
+        vec![trigger(20.0, 25.0, Some(25.0))],
+    );
+    for s in v.seconds.iter_mut().filter(|s| s.t < 10) {
+        s.offered_rate = 20.0;
+        s.arrivals = 20;
+    }
+    assert_eq!(verdict(&v).class(), "metastable");
+    // One second at 50/s is not a load it was seen healthy at.
+    for s in v.seconds.iter_mut().filter(|s| s.t < 19) {
+        s.offered_rate = 20.0;
+    }
+    assert_eq!(verdict(&v).class(), "overloaded");
+}
+
+#[test]
 fn counted_arrivals_within_poisson_noise_are_not_raised_load() {
     let mut v = variant(
         &concat(&[rep(20, 1, 50.0), rep(40, 80, 900.0)]),
