@@ -370,7 +370,7 @@ mod tests {
         let w = plan(&e, "before-fix");
         // The cache fill at 0 s is a standing condition (trigger: false).
         let sizes: Vec<usize> = w.iter().map(|t| t.documents.len()).collect();
-        assert_eq!(sizes, vec![4, 4, 4, 6, 6]);
+        assert_eq!(sizes, vec![4, 4, 6, 6, 6]);
         assert_eq!(w[0].undone, Some(Duration::from_secs(7)));
         // The documents watched are the ones the runner submits, with their pages.
         let cap = crate::runner::Capacity {

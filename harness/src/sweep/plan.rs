@@ -269,7 +269,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.cells.len(), 6);
-        assert_eq!(p.variants, vec!["before-fix", "after-fix"]);
+        assert_eq!(p.variants, vec!["before-fix", "async-clients", "after-fix"]);
         assert_eq!(p.cells[5].experiment.seed, 105);
         assert_eq!((p.cells[4].x, p.cells[4].y), (1, 1));
         let e = plan(
