@@ -37,10 +37,9 @@ pub struct JourneyContext {
     pub extract_url: String,
     /// `http://host:port`, for the job URLs the system hands out.
     pub base_url: String,
-    pub submission: Submission,
     pub recorder: Arc<Recorder>,
-    pub retry: retry_policy::RetryConfig,
-    pub timeout: Duration,
+    /// How the clients behave (per tenant where a tenant's differ).
+    pub clients: crate::experiment::ClientBehaviour,
     /// No attempt starts, and no journey lives, past this.
     pub hard_stop: Instant,
     /// The page function's parameters, for the reference computation.
@@ -49,10 +48,8 @@ pub struct JourneyContext {
     pub reports: mpsc::UnboundedSender<AttemptReport>,
     /// Cuts every journey off early (Ctrl-C, dead system under test).
     pub stop: Arc<crate::interrupt::StopSignal>,
-    /// Clients per tenant; a document belongs to client `id % clients_per_tenant`.
-    clients_per_tenant: u32,
-    tenant_clients: std::collections::BTreeMap<String, crate::experiment::TenantClient>,
-    /// One retry policy (its state and budget) per client.
+    /// One retry policy (its state and budget) per client: a document
+    /// belongs to client `id % clients_per_tenant` of its tenant.
     policies: Mutex<HashMap<(String, u32), Arc<RetryPolicy>>>,
 }
 
@@ -69,14 +66,10 @@ impl JourneyContext {
             extract_url: format!("{base_url}/v1/extract"),
             base_url: base_url.to_string(),
             recorder: settings.recorder.clone(),
-            retry: settings.retry.clone(),
-            timeout: settings.timeout,
+            clients: settings.clients.clone(),
             hard_stop: settings.hard_stop,
             page: settings.page,
             seed: settings.seed,
-            submission: settings.submission,
-            clients_per_tenant: settings.clients_per_tenant.max(1),
-            tenant_clients: settings.tenant_clients.clone(),
             reports,
             stop,
             policies: Mutex::new(HashMap::new()),
@@ -86,28 +79,23 @@ impl JourneyContext {
     /// The retry policy of the client `doc` belongs to: its own state and
     /// budget, configured as its tenant's clients are.
     fn policy(&self, doc: &Document) -> Arc<RetryPolicy> {
-        let client = (doc.id % u64::from(self.clients_per_tenant)) as u32;
+        // Validated >= 1; the max keeps a hand-built context from dividing by 0.
+        let per_tenant = u64::from(self.clients.clients_per_tenant.max(1));
+        let client = (doc.id % per_tenant) as u32;
         self.policies
             .lock()
             .expect("policies lock")
             .entry((doc.tenant.clone(), client))
             .or_insert_with(|| {
-                let retry = self
-                    .tenant_clients
-                    .get(&doc.tenant)
-                    .and_then(|t| t.retry.clone())
-                    .unwrap_or_else(|| self.retry.clone());
-                Arc::new(RetryPolicy::new(retry))
+                let (retry, _) = self.clients.for_tenant(&doc.tenant);
+                Arc::new(RetryPolicy::new(retry.clone()))
             })
             .clone()
     }
 
     /// The client timeout of one attempt (one request) of `doc`.
     pub(crate) fn timeout_for(&self, doc: &Document) -> Duration {
-        self.tenant_clients
-            .get(&doc.tenant)
-            .and_then(|t| t.timeout)
-            .unwrap_or(self.timeout)
+        self.clients.for_tenant(&doc.tenant).1
     }
 }
 
@@ -212,7 +200,7 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> Jour
 
 /// One attempt, by the client's submission mode.
 async fn send(ctx: &JourneyContext, doc: &Document) -> (Attempt, Option<u16>) {
-    match ctx.submission {
+    match ctx.clients.submission {
         Submission::Sync => match post(ctx, &ctx.extract_url, doc).await {
             Ok(resp) => answer(resp).await,
             Err(failed) => (failed, None),
@@ -351,19 +339,21 @@ mod tests {
                 timeout: Some(Duration::from_secs(5)),
             },
         );
+        let mut clients = crate::experiment::ClientBehaviour::synchronous(
+            retry_policy::RetryConfig::no_retries(),
+            Duration::from_secs(1),
+        );
+        clients.clients_per_tenant = clients_per_tenant;
+        clients.tenants = tenant_clients;
         let settings = crate::load::JourneySettings {
             recorder: Arc::new(Recorder::new(Instant::now(), 2)),
-            retry: retry_policy::RetryConfig::no_retries(),
-            timeout: Duration::from_secs(1),
+            clients,
             hard_stop: Instant::now(),
             page: PageConfig {
                 words: 1,
                 rounds: 1,
             },
             seed: 1,
-            submission: Submission::Sync,
-            clients_per_tenant,
-            tenant_clients,
         };
         let (tx, _rx) = mpsc::unbounded_channel();
         JourneyContext::new(

@@ -45,20 +45,14 @@ pub struct LoadPlan {
 #[derive(Clone)]
 pub struct JourneySettings {
     pub recorder: Arc<crate::recorder::Recorder>,
-    pub retry: retry_policy::RetryConfig,
-    /// Client timeout of one attempt.
-    pub timeout: Duration,
+    /// How the clients behave: retries, timeouts, submission mode, how many
+    /// there are and which tenants' clients differ.
+    pub clients: crate::experiment::ClientBehaviour,
     /// No journey lives past this.
     pub hard_stop: Instant,
     /// The page function's parameters, for the reference computation.
     pub page: sut::config::PageConfig,
     pub seed: u64,
-    /// Synchronous requests, or jobs submitted and polled.
-    pub submission: crate::experiment::Submission,
-    /// Clients per tenant, each with its own retry state (at least 1).
-    pub clients_per_tenant: u32,
-    /// Tenants whose clients retry or time out differently.
-    pub tenant_clients: std::collections::BTreeMap<String, crate::experiment::TenantClient>,
 }
 
 /// What goose counted, as a cross-check of the harness's own recorder.

@@ -310,14 +310,10 @@ async fn drive_variant(
         stop: stop.clone(),
         journeys: JourneySettings {
             recorder: recorder.clone(),
-            retry: v.client.retry.clone(),
-            timeout: v.client.timeout,
+            clients: v.client.clone(),
             hard_stop,
             page: v.system.page,
             seed: exp.seed,
-            submission: v.client.submission,
-            clients_per_tenant: v.client.clients_per_tenant,
-            tenant_clients: v.client.tenants.clone(),
         },
     };
     let load_result = load::drive(plan).await;

@@ -146,17 +146,16 @@ async fn no_request_after_the_load_returns() {
         stop,
         journeys: harness::load::JourneySettings {
             recorder: rec.clone(),
-            retry: retry.clone(),
-            timeout: std::time::Duration::from_millis(200),
+            clients: harness::experiment::ClientBehaviour::synchronous(
+                retry.clone(),
+                std::time::Duration::from_millis(200),
+            ),
             hard_stop,
             page: sut::config::PageConfig {
                 words: 64,
                 rounds: 2,
             },
             seed: 1,
-            submission: harness::experiment::Submission::Sync,
-            clients_per_tenant: 1,
-            tenant_clients: Default::default(),
         },
     };
     let outcome = harness::load::drive(plan).await.unwrap();
@@ -236,17 +235,16 @@ async fn arrival_rate_holds_at_2000_per_second() {
         stop,
         journeys: harness::load::JourneySettings {
             recorder: rec.clone(),
-            retry: retry_policy::RetryConfig::no_retries(),
-            timeout: std::time::Duration::from_secs(2),
+            clients: harness::experiment::ClientBehaviour::synchronous(
+                retry_policy::RetryConfig::no_retries(),
+                std::time::Duration::from_secs(2),
+            ),
             hard_stop,
             page: sut::config::PageConfig {
                 words: 1,
                 rounds: 1,
             },
             seed: 1,
-            submission: harness::experiment::Submission::Sync,
-            clients_per_tenant: 1,
-            tenant_clients: Default::default(),
         },
     };
     harness::load::drive(plan).await.unwrap();

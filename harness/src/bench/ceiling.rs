@@ -127,17 +127,16 @@ async fn harness_ceiling(base: &str, w: &Windows) -> anyhow::Result<(f64, u64)> 
         stop,
         journeys: JourneySettings {
             recorder: rec.clone(),
-            retry: retry_policy::RetryConfig::no_retries(),
-            timeout: Duration::from_secs(2),
+            clients: crate::experiment::ClientBehaviour::synchronous(
+                retry_policy::RetryConfig::no_retries(),
+                Duration::from_secs(2),
+            ),
             hard_stop,
             page: sut::config::PageConfig {
                 words: 1,
                 rounds: 1,
             },
             seed: 1,
-            submission: crate::experiment::Submission::Sync,
-            clients_per_tenant: 1,
-            tenant_clients: Default::default(),
         },
     };
     drive(plan).await?;

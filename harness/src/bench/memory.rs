@@ -156,17 +156,16 @@ async fn storm(base: &str, attempts: u64, limit: Duration) -> anyhow::Result<Sto
         stop,
         journeys: JourneySettings {
             recorder: rec.clone(),
-            retry: retry.clone(),
-            timeout: Duration::from_secs(2),
+            clients: crate::experiment::ClientBehaviour::synchronous(
+                retry.clone(),
+                Duration::from_secs(2),
+            ),
             hard_stop,
             page: sut::config::PageConfig {
                 words: 1,
                 rounds: 1,
             },
             seed: 1,
-            submission: crate::experiment::Submission::Sync,
-            clients_per_tenant: 1,
-            tenant_clients: Default::default(),
         },
     };
     let outcome = drive(plan).await?;

@@ -187,6 +187,17 @@ pub struct TenantClient {
 }
 
 impl ClientBehaviour {
+    /// Synchronous clients, one per tenant, all alike.
+    pub fn synchronous(retry: RetryConfig, timeout: Duration) -> Self {
+        ClientBehaviour {
+            retry,
+            timeout,
+            submission: Submission::Sync,
+            clients_per_tenant: 1,
+            tenants: Default::default(),
+        }
+    }
+
     /// The longest timeout and the most attempts of any tenant's clients:
     /// what the drain after the load must wait for.
     pub fn slowest(&self) -> (Duration, u32) {

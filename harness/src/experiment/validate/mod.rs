@@ -7,6 +7,7 @@
 //! first trigger) and [`expect`] (metrics, windows, zones, verdicts).
 
 mod alerts;
+mod client;
 mod expect;
 mod sections;
 mod timeline;
