@@ -207,6 +207,20 @@ async fn drive_variant(
         Some(a) => Some(crate::prometheus::Monitor::start(a, &base, &v.name).await?),
         None => None,
     };
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let admin = target.admin_token.as_ref().map(|token| AdminApi {
+        client: http.clone(),
+        base_url: base.clone(),
+        token: token.clone(),
+        containers: target.zone_containers(),
+    });
+    let mut entries: Vec<_> = exp
+        .timeline
+        .iter()
+        .filter(|e| e.applies_to(&v.name))
+        .cloned()
+        .collect();
+    timeline::set_up(&mut entries, admin.as_ref(), &events).await;
     let start = Instant::now() + Duration::from_millis(300);
     let wall_start = std::time::SystemTime::now() + Duration::from_millis(300);
     let load_end = start + exp.duration;
@@ -223,20 +237,7 @@ async fn drive_variant(
     })?;
     let unmeasured = unmeasured(&crate::scrape::missing(&baseline), &v.name);
 
-    let events = Arc::new(Mutex::new(Vec::new()));
     let (done_tx, mut done_rx) = tokio::sync::watch::channel(false);
-    let admin = target.admin_token.as_ref().map(|token| AdminApi {
-        client: http.clone(),
-        base_url: base.clone(),
-        token: token.clone(),
-        containers: target.zone_containers(),
-    });
-    let entries = exp
-        .timeline
-        .iter()
-        .filter(|e| e.applies_to(&v.name))
-        .cloned()
-        .collect();
     let timeline_task = tokio::spawn(timeline::run(entries, start, admin.clone(), events.clone()));
     let residues = {
         let mut done = done_rx.clone();
@@ -333,7 +334,7 @@ async fn drive_variant(
     let alerts = match monitor {
         Some(m) => m.finish(&http, wall_start).await.unwrap_or_else(|e| {
             eprintln!("WARNING ({}): {e}; the alert metrics read n/a", v.name);
-            for name in ["alerts_fired", "alert_fired", "alert_lead_s"] {
+            for name in run_report::ALERT_METRICS.iter().chain(&["alerts_fired"]) {
                 unmeasured.insert(name.to_string(), e.to_string());
             }
             Vec::new()

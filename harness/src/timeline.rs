@@ -9,6 +9,13 @@
 //! reported in the run, never ignored. Oversized documents are client traffic
 //! (planned into the arrival schedule from the seed); the timeline only logs
 //! their arrival.
+//!
+//! Initial conditions — operator state at 0 s that is not a trigger and is
+//! never undone, such as seed 000's cache "left at its limit since early
+//! August" — are applied by [`set_up`] before the variant's clock starts.
+//! Applying them at 0 s on the clock instead made the first seconds' clients
+//! pay for the harness filling a cache (on two busy cores, timeouts in the
+//! second after the warm-up), a failure of the harness, not of the system.
 
 use crate::experiment::{TimelineEntry, TimelineOp};
 use run_report::{EventKind, TimelineEvent};
@@ -54,6 +61,52 @@ impl AdminApi {
             .ok()
             .and_then(|v| v.get("detail").and_then(|d| d.as_str()).map(String::from))
             .unwrap_or(body))
+    }
+}
+
+/// Whether `e` is an initial condition (see the module doc).
+pub(crate) fn is_initial_condition(e: &TimelineEntry) -> bool {
+    e.at.is_zero() && !e.trigger && e.duration.is_none() && matches!(e.op, TimelineOp::Admin(_))
+}
+
+/// Applies the initial conditions of `entries` now, before the clock starts,
+/// removes them from `entries` and logs each at 0 s. A failed one is logged
+/// as failed, like any entry.
+pub async fn set_up(
+    entries: &mut Vec<TimelineEntry>,
+    admin: Option<&AdminApi>,
+    log: &Mutex<Vec<TimelineEvent>>,
+) {
+    let (initial, rest): (Vec<_>, Vec<_>) = std::mem::take(entries)
+        .into_iter()
+        .partition(is_initial_condition);
+    *entries = rest;
+    for e in initial {
+        let TimelineOp::Admin(cmd) = &e.op else {
+            continue;
+        };
+        let (ok, detail) = match admin {
+            Some(a) => match a.send(cmd).await {
+                Ok(d) => (true, format!("before the load: {d}")),
+                Err(err) => (false, err),
+            },
+            None => (false, "no admin API for this target".into()),
+        };
+        if !ok {
+            tracing::error!("initial condition {:?} failed: {detail}", e.label);
+        }
+        log.lock().expect("timeline log").push(TimelineEvent {
+            at_s: 0.0,
+            end_s: None,
+            kind: if e.is_fault {
+                EventKind::Fault
+            } else {
+                EventKind::Action
+            },
+            label: e.label,
+            ok,
+            detail,
+        });
     }
 }
 
@@ -140,4 +193,45 @@ pub async fn run(
 enum Step {
     Do(TimelineEntry),
     Undo(AdminCommand, String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(at_s: u64, trigger: bool, duration: Option<u64>) -> TimelineEntry {
+        TimelineEntry {
+            at: Duration::from_secs(at_s),
+            duration: duration.map(Duration::from_secs),
+            op: TimelineOp::Admin(AdminCommand::CacheFill { entries: 10 }),
+            is_fault: true,
+            trigger,
+            label: "cache left at its limit".into(),
+            variants: None,
+        }
+    }
+
+    #[test]
+    fn only_untimed_non_trigger_state_at_zero_is_set_up_before_the_clock() {
+        assert!(is_initial_condition(&entry(0, false, None)));
+        // A trigger at 0 s is part of the experiment, measured on the clock.
+        assert!(!is_initial_condition(&entry(0, true, None)));
+        // So is anything later, or anything that is undone.
+        assert!(!is_initial_condition(&entry(1, false, None)));
+        assert!(!is_initial_condition(&entry(0, false, Some(5))));
+    }
+
+    #[tokio::test]
+    async fn set_up_removes_and_logs_the_initial_conditions() {
+        let mut entries = vec![entry(0, false, None), entry(7, true, None)];
+        let log = Mutex::new(Vec::new());
+        set_up(&mut entries, None, &log).await;
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].at, Duration::from_secs(7));
+        let log = log.into_inner().unwrap();
+        assert_eq!(log.len(), 1);
+        assert_eq!(log[0].at_s, 0.0);
+        // Without an admin API it cannot be applied, and says so.
+        assert!(!log[0].ok);
+    }
 }

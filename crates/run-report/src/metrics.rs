@@ -60,6 +60,7 @@ use std::fmt;
 /// | `alerts_fired` | | | alert rules of `alerts:` that fired at least once (count; undefined without `alerts:`) |
 /// | `alert_fired` | | A | 1 when the rule fired at least once, else 0 |
 /// | `alert_lead_s` | | A | first customer-visible failure minus the rule's first firing, seconds (positive: before customers; undefined when it never fired or customers saw no failure; see [`crate::analysis::detection`]) |
+/// | `alert_wave_lead_s` | | A | the first wave's first second minus the rule's first firing, seconds (positive: before the wave; undefined when it never fired or there was no wave) |
 ///
 /// **A**: needs an alert rule's name, e.g. `alert_lead_s{RetryDuplication}`.
 pub const METRICS: &[&str] = &[
@@ -101,6 +102,7 @@ pub const METRICS: &[&str] = &[
     "alerts_fired",
     "alert_fired",
     "alert_lead_s",
+    "alert_wave_lead_s",
 ];
 
 /// Metrics that accept a time window `[from, to)`, e.g. `failure_ratio_mean[40s..70s]`.
@@ -133,7 +135,7 @@ pub const ZONE_METRICS: &[&str] = &[
 ];
 
 /// Metrics that need an alert rule's name in the zone's place, e.g. `alert_fired{RetryDuplication}`.
-pub const ALERT_METRICS: &[&str] = &["alert_fired", "alert_lead_s"];
+pub const ALERT_METRICS: &[&str] = &["alert_fired", "alert_lead_s", "alert_wave_lead_s"];
 
 /// A metric with its optional zone and window, written `name{zone}[from s..to s]`.
 #[derive(Debug, Clone, PartialEq)]

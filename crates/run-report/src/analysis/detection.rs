@@ -14,6 +14,7 @@
 //! was given up. Warm-up seconds are skipped for the same reason the verdict
 //! skips them: a cold system's first second is not the incident.
 
+use crate::analysis::waves::detect_waves;
 use crate::model::{AlertHistory, AnalysisConfig, VariantRun};
 use crate::series;
 
@@ -24,6 +25,8 @@ pub struct Detection {
     pub first_customer_failure_s: Option<f64>,
     /// Why that second counts, in words.
     pub customer_failure_reason: String,
+    /// First second of the first wave after the warm-up; `None`: no wave.
+    pub first_wave_s: Option<f64>,
     pub alerts: Vec<AlertTiming>,
 }
 
@@ -38,6 +41,8 @@ pub struct AlertTiming {
     pub resolved_s: Option<f64>,
     /// First customer-visible failure minus first firing.
     pub lead_s: Option<f64>,
+    /// First wave's start minus first firing.
+    pub wave_lead_s: Option<f64>,
 }
 
 impl AlertTiming {
@@ -49,10 +54,20 @@ impl AlertTiming {
 /// Detection of one variant.
 pub fn detect(v: &VariantRun, cfg: &AnalysisConfig) -> Detection {
     let (first, reason) = first_customer_failure(v, cfg);
-    let alerts = v.alerts.iter().map(|a| timing(a, first)).collect();
+    let first_wave = detect_waves(&v.seconds, cfg)
+        .iter()
+        .map(|w| w.start_s)
+        .find(|&t| t >= cfg.warmup_s)
+        .map(f64::from);
+    let alerts = v
+        .alerts
+        .iter()
+        .map(|a| timing(a, first, first_wave))
+        .collect();
     Detection {
         first_customer_failure_s: first,
         customer_failure_reason: reason,
+        first_wave_s: first_wave,
         alerts,
     }
 }
@@ -86,7 +101,7 @@ fn first_customer_failure(v: &VariantRun, cfg: &AnalysisConfig) -> (Option<f64>,
     (None, "customers saw no failure".into())
 }
 
-fn timing(a: &AlertHistory, first_failure: Option<f64>) -> AlertTiming {
+fn timing(a: &AlertHistory, first_failure: Option<f64>, first_wave: Option<f64>) -> AlertTiming {
     let first = |iv: &[(f64, f64)]| iv.iter().map(|x| x.0).reduce(f64::min);
     let first_firing_s = first(&a.firing);
     let last_end = a.firing.iter().map(|x| x.1).reduce(f64::max);
@@ -99,14 +114,13 @@ fn timing(a: &AlertHistory, first_failure: Option<f64>) -> AlertTiming {
         first_pending_s: first(&a.pending),
         first_firing_s,
         resolved_s,
-        lead_s: match (first_failure, first_firing_s) {
-            (Some(c), Some(f)) => Some(c - f),
-            _ => None,
-        },
+        lead_s: first_failure.zip(first_firing_s).map(|(c, f)| c - f),
+        wave_lead_s: first_wave.zip(first_firing_s).map(|(w, f)| w - f),
     }
 }
 
-/// `alert_fired{NAME}`, `alert_lead_s{NAME}` and `alerts_fired` for one variant.
+/// `alert_fired{NAME}`, `alert_lead_s{NAME}`, `alert_wave_lead_s{NAME}` and
+/// `alerts_fired` for one variant.
 pub fn alert_metric(
     v: &VariantRun,
     cfg: &AnalysisConfig,
@@ -133,6 +147,10 @@ pub fn alert_metric(
         "alert_lead_s" => a.lead_s.ok_or_else(|| match a.first_firing_s {
             None => format!("`{rule}` never fired"),
             Some(_) => d.customer_failure_reason.clone(),
+        }),
+        "alert_wave_lead_s" => a.wave_lead_s.ok_or_else(|| match a.first_firing_s {
+            None => format!("`{rule}` never fired"),
+            Some(_) => "no wave after the warm-up".to_string(),
         }),
         other => Err(format!("`{other}` is not computed (report bug)")),
     }
@@ -215,6 +233,37 @@ mod tests {
         assert_eq!(d.first_customer_failure_s, Some(8.0));
         assert!(d.customer_failure_reason.contains("given up"));
         assert_eq!(d.alerts[0].lead_s, Some(4.0));
+    }
+
+    #[test]
+    fn an_alert_after_the_first_failure_can_still_lead_the_wave() {
+        // Customers see a few failures from 8 s (the trigger's own heavy
+        // tail, 20 %); the wave (60 % > 0.5) begins at 14 s.
+        let mut v = run(
+            Some(8),
+            vec![alert("Cause", &[(9.0, 10.0)], &[(10.0, 25.0)])],
+        );
+        for s in v.seconds.iter_mut().filter(|s| (14..20).contains(&s.t)) {
+            s.ok = 40;
+            s.rejected = 60;
+        }
+        let cfg = AnalysisConfig::default();
+        let d = detect(&v, &cfg);
+        assert_eq!(d.first_customer_failure_s, Some(8.0));
+        assert_eq!(d.first_wave_s, Some(14.0));
+        assert_eq!(d.alerts[0].lead_s, Some(-2.0));
+        assert_eq!(d.alerts[0].wave_lead_s, Some(4.0));
+        assert_eq!(
+            alert_metric(&v, &cfg, "alert_wave_lead_s", Some("Cause")),
+            Ok(4.0)
+        );
+        // Without a wave the lead over it is undefined, and says why.
+        let calm = run(Some(8), vec![alert("Cause", &[], &[(10.0, 25.0)])]);
+        assert!(
+            alert_metric(&calm, &cfg, "alert_wave_lead_s", Some("Cause"))
+                .unwrap_err()
+                .contains("no wave")
+        );
     }
 
     #[test]

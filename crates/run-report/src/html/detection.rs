@@ -6,7 +6,7 @@
 //! `alerts:`.
 
 use super::table::{head, row};
-use crate::analysis::detection::{detect, Detection};
+use crate::analysis::detection::detect;
 use crate::model::RunData;
 use crate::xml::escape;
 use std::fmt::Write;
@@ -15,15 +15,15 @@ fn secs(x: Option<f64>) -> String {
     x.map_or("—".into(), |s| format!("{s:.0} s"))
 }
 
-/// The lead time in words: positive caught it before customers did.
-fn lead(d: &Detection, x: Option<f64>, fired: bool) -> String {
-    match (x, fired, d.first_customer_failure_s) {
+/// A lead time in words: positive caught it before `what` (customers, the wave).
+fn lead(x: Option<f64>, fired: bool, reference: Option<f64>, what: &str, absent: &str) -> String {
+    match (x, fired, reference) {
         (Some(l), _, _) if l > 0.0 => {
-            format!("<span class=\"pass\">{l:+.0} s</span> (before customers)")
+            format!("<span class=\"pass\">{l:+.0} s</span> (before {what})")
         }
-        (Some(l), _, _) => format!("<span class=\"fail\">{l:+.0} s</span> (after customers)"),
+        (Some(l), _, _) => format!("<span class=\"fail\">{l:+.0} s</span> (after {what})"),
         (None, false, Some(_)) => "<span class=\"fail\">missed</span> (never fired)".into(),
-        (None, true, None) => "— (customers saw no failure)".into(),
+        (None, true, None) => format!("— ({absent})"),
         (None, _, _) => "—".into(),
     }
 }
@@ -36,7 +36,10 @@ pub(crate) fn section(h: &mut String, run: &RunData) {
         "<section id=\"detection\">\n<h2>Detection</h2>\n<p class=\"muted\">The experiment's alert rules, \
          evaluated by a real Prometheus on every variant (the system's <code>/metrics</code> and the \
          harness's client-side series). Lead time = first customer-visible failure − first firing; \
-         positive means the rule caught the problem before customers saw it. First customer-visible \
+         positive means the rule caught the problem before customers saw it. Lead over the wave = the \
+         first wave's first second − first firing: whether the rule recognised the overload before the \
+         majority of requests failed (a trigger can hurt its own slowest documents within the second it \
+         lands, before any scraped cause can be seen). First customer-visible \
          failure: the first second after the warm-up whose client-visible failure ratio is above ",
     );
     let _ = writeln!(
@@ -52,7 +55,7 @@ pub(crate) fn section(h: &mut String, run: &RunData) {
         let fired = d.alerts.iter().filter(|a| a.fired()).count();
         let _ = write!(
             h,
-            "<h3>{}</h3>\n<p>First customer-visible failure: <b>{}</b>{}. Alerts fired: <b>{fired}</b> of {}.</p>\n",
+            "<h3>{}</h3>\n<p>First customer-visible failure: <b>{}</b>{}. First wave: <b>{}</b>. Alerts fired: <b>{fired}</b> of {}.</p>\n",
             escape(&v.name),
             secs(d.first_customer_failure_s),
             if d.first_customer_failure_s.is_some() {
@@ -60,6 +63,7 @@ pub(crate) fn section(h: &mut String, run: &RunData) {
             } else {
                 String::new()
             },
+            secs(d.first_wave_s),
             d.alerts.len()
         );
         head(
@@ -70,6 +74,7 @@ pub(crate) fn section(h: &mut String, run: &RunData) {
                 "first firing",
                 "resolved",
                 "lead time",
+                "lead over the wave",
             ],
         );
         for a in &d.alerts {
@@ -86,7 +91,20 @@ pub(crate) fn section(h: &mut String, run: &RunData) {
                     secs(a.first_pending_s),
                     secs(a.first_firing_s),
                     resolved,
-                    lead(&d, a.lead_s, a.fired()),
+                    lead(
+                        a.lead_s,
+                        a.fired(),
+                        d.first_customer_failure_s,
+                        "customers",
+                        "customers saw no failure",
+                    ),
+                    lead(
+                        a.wave_lead_s,
+                        a.fired(),
+                        d.first_wave_s,
+                        "the wave",
+                        "no wave",
+                    ),
                 ],
             );
         }
