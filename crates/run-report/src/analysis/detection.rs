@@ -30,7 +30,8 @@ pub struct Detection {
     pub alerts: Vec<AlertTiming>,
 }
 
-/// One alert rule on one variant.
+/// One alert rule on one variant. Leads are in whole seconds: the reference
+/// second minus the second the rule first fired in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AlertTiming {
     pub name: String,
@@ -114,8 +115,15 @@ fn timing(a: &AlertHistory, first_failure: Option<f64>, first_wave: Option<f64>)
         first_pending_s: first(&a.pending),
         first_firing_s,
         resolved_s,
-        lead_s: first_failure.zip(first_firing_s).map(|(c, f)| c - f),
-        wave_lead_s: first_wave.zip(first_firing_s).map(|(w, f)| w - f),
+        // Both references are whole seconds of the per-second series, so the
+        // firing is counted in the second it fell in: an alert firing at
+        // 10.0001 s fired in the wave's first second (lead 0), not 0.0001 s
+        // after it; the offset of Prometheus's evaluations to the variant's
+        // clock is not a measurement.
+        lead_s: first_failure
+            .zip(first_firing_s)
+            .map(|(c, f)| c - f.floor()),
+        wave_lead_s: first_wave.zip(first_firing_s).map(|(w, f)| w - f.floor()),
     }
 }
 
@@ -233,6 +241,22 @@ mod tests {
         assert_eq!(d.first_customer_failure_s, Some(8.0));
         assert!(d.customer_failure_reason.contains("given up"));
         assert_eq!(d.alerts[0].lead_s, Some(4.0));
+    }
+
+    #[test]
+    fn a_firing_is_counted_in_the_second_it_fell_in() {
+        // Prometheus evaluates off the variant's clock: 10.0001 s and 9.9999 s
+        // are seconds 10 and 9 of the series, whatever the phase.
+        let v = run(
+            Some(10),
+            vec![
+                alert("Phase", &[], &[(10.0001, 20.0)]),
+                alert("Before", &[], &[(9.9999, 20.0)]),
+            ],
+        );
+        let d = detect(&v, &AnalysisConfig::default());
+        assert_eq!(d.alerts[0].lead_s, Some(0.0));
+        assert_eq!(d.alerts[1].lead_s, Some(1.0));
     }
 
     #[test]

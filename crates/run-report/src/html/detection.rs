@@ -35,7 +35,7 @@ pub(crate) fn section(h: &mut String, run: &RunData) {
     h.push_str(
         "<section id=\"detection\">\n<h2>Detection</h2>\n<p class=\"muted\">The experiment's alert rules, \
          evaluated by a real Prometheus on every variant (the system's <code>/metrics</code> and the \
-         harness's client-side series). Lead time = first customer-visible failure − first firing; \
+         harness's client-side series). Lead time = first customer-visible failure − the second of the first firing; \
          positive means the rule caught the problem before customers saw it. Lead over the wave = the \
          first wave's first second − first firing: whether the rule recognised the overload before the \
          majority of requests failed (a trigger can hurt its own slowest documents within the second it \
