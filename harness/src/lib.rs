@@ -22,6 +22,7 @@ pub mod load;
 pub mod progress;
 pub mod prometheus;
 pub mod recorder;
+pub mod render;
 pub mod residue;
 pub mod run_id;
 pub mod runner;

@@ -114,6 +114,9 @@ enum Command {
     /// duration) for the smallest that tips each variant into a metastable
     /// failure, with several seeds per probe.
     Threshold(harness::threshold::ThresholdArgs),
+    /// Writes the experiment out for an existing engine to run (Kubernetes).
+    #[command(subcommand)]
+    Render(harness::render::RenderCommand),
 }
 
 fn main() -> ExitCode {
@@ -152,6 +155,20 @@ fn main() -> ExitCode {
         Some(Command::Report { dir, with, quiet }) => report(&dir, with.as_deref(), quiet),
         Some(Command::Sweep(args)) => harness::sweep::cli(args),
         Some(Command::Threshold(args)) => harness::threshold::cli(args),
+        Some(Command::Render(harness::render::RenderCommand::K8s(args))) => {
+            match harness::render::k8s_to_dir(&args) {
+                Ok(files) => {
+                    for f in files {
+                        println!("{}", f.display());
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         None => match cli.run.experiment.clone() {
             Some(path) => run(path, cli.run),
             None => {
