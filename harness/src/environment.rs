@@ -176,6 +176,21 @@ pub async fn start(
     }
 }
 
+/// A variant's system someone else started from this file (`--deployed`,
+/// e.g. the Deployments of `harness render k8s`): driven with the variant's
+/// admin token, its page function checked like an external target's.
+pub async fn deployed(url: &str, system: &sut::SystemConfig) -> anyhow::Result<Target> {
+    check_external_page_function(url, Some(&system.admin_token), &system.page).await?;
+    Ok(Target {
+        base_url: url.trim_end_matches('/').to_string(),
+        admin_token: Some(system.admin_token.clone()),
+        shutdown: None,
+        server: None,
+        redis: None,
+        containers: None,
+    })
+}
+
 /// Says which executor the pool containers run, loudly when it is the CPU
 /// fallback (an image built without the Vulkan driver, say).
 async fn report_pool_executors(base_url: &str) {

@@ -8,6 +8,7 @@
 //! `run-report` crate.
 
 pub mod ablate;
+pub mod agent;
 mod async_client;
 pub mod axis;
 pub mod bench;

@@ -56,6 +56,7 @@ async fn short_experiment_in_containers_with_a_paused_zone() {
         out_dir: out.clone(),
         quiet: true,
         variant: None,
+        ..RunOptions::default()
     };
     let o = runner::run(&exp, &opts, Arc::new(StopSignal::default()))
         .await

@@ -162,14 +162,14 @@ fn bad_names_and_agent_counts_are_refused() {
     let out = scratch("bad");
     let mut a = args("zone-failover.yaml", 4, &out);
     a.namespace = "Chaos_NS".into();
-    let e = k8s_to_dir(&a).err().expect("refused");
+    let e = k8s_to_dir(&a).expect_err("refused");
     assert!(
         e.contains("Chaos_NS") && e.contains("Kubernetes name"),
         "{e}"
     );
     let mut a = args("zone-failover.yaml", 0, &out);
     a.namespace = "chaos".into();
-    let e = k8s_to_dir(&a).err().expect("refused");
+    let e = k8s_to_dir(&a).expect_err("refused");
     assert!(e.contains("--agents"), "{e}");
     assert!(!out.exists(), "nothing written for refused input");
 }

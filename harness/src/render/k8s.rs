@@ -476,14 +476,22 @@ pub(crate) fn coordinator_args(exp: &Experiment, variant: &str, o: &K8sOptions) 
 }
 
 /// The agents' command line; the shard comes from `JOB_COMPLETION_INDEX`.
-pub(crate) fn agent_args(variant: &str, o: &K8sOptions) -> Vec<String> {
-    vec![
+/// They read the same file as the coordinator (the handshake checks it).
+pub(crate) fn agent_args(exp: &Experiment, variant: &str, o: &K8sOptions) -> Vec<String> {
+    let mut a: Vec<String> = vec![
         "agent".into(),
+        format!("{CONFIG_DIR}/experiment.yaml"),
         "--coordinator".into(),
         format!("http://{variant}-coordinator:{COORDINATOR_PORT}"),
         "--of".into(),
         o.agents.to_string(),
-    ]
+        "--seed".into(),
+        exp.seed.to_string(),
+    ];
+    if o.quick {
+        a.push("--quick".into());
+    }
+    a
 }
 
 fn run_objects(
@@ -582,10 +590,10 @@ fn run_objects(
         image: o.image.clone(),
         image_pull_policy: "IfNotPresent",
         command: vec!["/usr/local/bin/harness".into()],
-        args: agent_args(n, o),
+        args: agent_args(exp, n, o),
         env: Vec::new(),
         ports: Vec::new(),
-        volume_mounts: Vec::new(),
+        volume_mounts: vec![config_volume().1],
         readiness_probe: None,
         resources: requests("1", "512Mi"),
     };
@@ -593,7 +601,7 @@ fn run_objects(
         format!("{n}-agents"),
         labels(&[("variant", n), ("role", "agent")]),
         agent,
-        Vec::new(),
+        vec![config_volume().0],
         Some(o.agents),
     )?);
     Ok(docs)

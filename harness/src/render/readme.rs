@@ -87,8 +87,7 @@ pub fn readme(exp: &Experiment, o: &K8sOptions, manifests: &[Manifest]) -> Strin
         img = o.image,
         redis = o.redis_image
     );
-    let mut step = 3;
-    for v in &exp.variants {
+    for (step, v) in (3..).zip(&exp.variants) {
         let n = &v.name;
         let _ = writeln!(
             s,
@@ -98,7 +97,6 @@ pub fn readme(exp: &Experiment, o: &K8sOptions, manifests: &[Manifest]) -> Strin
              kubectl -n {ns} logs job/{n}-coordinator > {n}-summary.json\nkubectl -n {ns} delete -f 20-{n}-run.yaml -f 10-{n}-system.yaml\n```\n",
             t = exp.duration.as_secs() + 600
         );
-        step += 1;
     }
     let _ = writeln!(
         s,
@@ -108,7 +106,7 @@ pub fn readme(exp: &Experiment, o: &K8sOptions, manifests: &[Manifest]) -> Strin
          (document k of the seeded schedule belongs to shard k mod {}). \
          The summary JSON is on the coordinator's stdout; the report folder is in an `emptyDir` and goes with the pod, so mount a volume at `/reports` to keep it.\n",
         k8s::coordinator_args(exp, "<variant>", o).join(" "),
-        k8s::agent_args("<variant>", o).join(" "),
+        k8s::agent_args(exp, "<variant>", o).join(" "),
         o.agents
     );
     let _ = writeln!(
