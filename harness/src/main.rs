@@ -109,6 +109,9 @@ enum Command {
         /// Run one step only (`storm` is how the memory step re-runs itself).
         #[arg(long, hide = true, value_enum)]
         only: Option<harness::bench::Step>,
+        /// Also measure the load ceiling through 1 and then N load agents.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+        agents: Option<u32>,
     },
     /// Judges a recorded run again (its `run.json`) with this harness's
     /// rules and rewrites its report in place: the same verdicts, waves and
@@ -170,7 +173,11 @@ fn main() -> ExitCode {
             out,
             seed,
         ),
-        Some(Command::Bench { quick, only }) => harness::bench::cli(quick, only),
+        Some(Command::Bench {
+            quick,
+            only,
+            agents,
+        }) => harness::bench::cli(quick, only, agents),
         Some(Command::Report { dir, with, quiet }) => report(&dir, with.as_deref(), quiet),
         Some(Command::Sweep(args)) => harness::sweep::cli(args),
         Some(Command::Threshold(args)) => harness::threshold::cli(args),

@@ -454,47 +454,20 @@ async fn drive_agents(
     total_secs: usize,
     hard_stop: Instant,
 ) -> (load::LoadOutcome, Vec<run_report::AgentRecord>) {
-    use crate::agent::{protocol::Plan, shard};
-    let n = c.count();
-    let start_unix_ms = {
-        let ahead = plan.start.saturating_duration_since(Instant::now());
-        (std::time::SystemTime::now() + ahead)
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_millis() as u64
-    };
-    let shards: Vec<_> = (0..n)
-        .map(|i| shard::shard(&plan.documents, i, n))
-        .collect();
-    let planned: Vec<Vec<u64>> = shards
-        .iter()
-        .map(|s| {
-            shard::submitted_before(s, exp.duration)
-                .map(|d| d.id)
-                .collect()
-        })
-        .collect();
-    let plans = shards
-        .iter()
-        .map(|s| Plan {
-            variant: v.name.clone(),
-            base_url: plan.base_url.clone(),
-            capacity_docs_per_sec: capacity.docs_per_sec,
-            capacity_pages_per_sec: capacity.pages_per_sec,
-            start_unix_ms,
-            load_end_ms: plan.load_end.duration_since(plan.start).as_millis() as u64,
-            hard_stop_ms: hard_stop.duration_since(plan.start).as_millis() as u64,
-            max_in_flight: plan.max_in_flight.div_ceil(u64::from(n)).max(1),
-            seconds: total_secs,
-            shard_digest: shard::digest(s),
-            shard_documents: s.len() as u64,
-        })
-        .collect();
+    let shards = crate::agent::coordinator::shard_plans(
+        &plan,
+        c.count(),
+        &v.name,
+        capacity,
+        exp.duration,
+        hard_stop,
+        total_secs,
+    );
     let recorder = plan.journeys.recorder.clone();
-    c.release(plans, recorder.clone());
+    c.release(shards.plans, recorder.clone());
     c.finish(
         &recorder,
-        &planned,
+        &shards.planned,
         hard_stop + Duration::from_secs(10),
         &plan.stop,
     )
