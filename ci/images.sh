@@ -52,9 +52,11 @@ add_with_libs() {
 }
 
 # --- sut ---------------------------------------------------------------
-cargo_flags=(-j2 -q --workspace --bin sut --bin harness)
-[ "$profile" = release ] && cargo_flags+=(--release)
+cargo_flags=(-j2 -q -p system-under-test --bin sut)
+harness_flags=(-j2 -q --workspace --bin harness)
+[ "$profile" = release ] && cargo_flags+=(--release) && harness_flags+=(--release)
 cargo build "${cargo_flags[@]}"
+cargo build "${harness_flags[@]}"
 target_dir="${CARGO_TARGET_DIR:-$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')}"
 bin="$target_dir/$profile/sut"
 harness_bin="$target_dir/$profile/harness"
@@ -69,6 +71,12 @@ objcopy --strip-debug "$bin" "$root/usr/local/bin/sut"
 objcopy --strip-debug "$harness_bin" "$root/usr/local/bin/harness"
 add_with_libs "$root" "$bin" "$harness_bin"
 rm -f "$root$bin" "$root$harness_bin"
+# The harness's HTTP clients (goose's included) load the system's CA bundle
+# when they are built, even for plain-HTTP use: without one they refuse.
+if [ -e /etc/ssl/certs/ca-certificates.crt ]; then
+  mkdir -p "$root/etc/ssl/certs"
+  cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
+fi
 # wgpu opens the Vulkan loader at run time (not in ldd); the loader finds
 # lavapipe through its ICD file.
 gpu=no

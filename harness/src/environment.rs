@@ -32,6 +32,11 @@ impl Target {
         self.containers.as_ref().map(|c| c.zones.clone())
     }
 
+    /// The variant's Docker network (containers environment).
+    pub fn network(&self) -> Option<&str> {
+        self.containers.as_ref().map(|c| c.network.as_str())
+    }
+
     /// Stops an embedded system (drains in-flight requests, bounded) or
     /// removes the variant's containers.
     pub async fn stop(mut self) {

@@ -233,9 +233,9 @@ async fn drive_variant(
                 seed: exp.seed,
                 of: a.count,
             };
+            let (listen, source) = agent_source(exp, a, target).await?;
             let mut c =
-                crate::agent::coordinator::Coordinator::start(a.listen, expected, &a.source)
-                    .await?;
+                crate::agent::coordinator::Coordinator::start(listen, expected, &source).await?;
             c.wait_for_agents(a.join_timeout).await?;
             Some(c)
         }
@@ -441,6 +441,67 @@ async fn drive_variant(
         alerts,
         agents,
     })
+}
+
+/// In the containers environment the agents are containers on the
+/// variant's network, and the coordinator listens on that network's gateway.
+async fn agent_source(
+    exp: &Experiment,
+    a: &AgentOptions,
+    target: &Target,
+) -> anyhow::Result<(std::net::SocketAddr, crate::agent::coordinator::AgentSource)> {
+    use crate::agent::coordinator::AgentSource;
+    match (&a.source, target.network(), &exp.environment) {
+        (
+            AgentSource::Children {
+                quick,
+                seed,
+                experiment,
+            },
+            Some(network),
+            crate::experiment::Environment::Containers { images },
+        ) => {
+            let gateway = crate::containers::network_gateway(network).await?;
+            // The alert rules beside the file, at the same relative paths.
+            let mut files = Vec::new();
+            if let Some(alerts) = &exp.alerts {
+                let dir = experiment
+                    .parent()
+                    .unwrap_or(std::path::Path::new("."))
+                    .canonicalize()
+                    .context("the experiment's folder")?;
+                let inside = std::path::Path::new(crate::containers::AGENT_EXPERIMENT)
+                    .parent()
+                    .expect("an absolute path");
+                for rule in &alerts.rules {
+                    let abs = rule
+                        .canonicalize()
+                        .with_context(|| format!("{}", rule.display()))?;
+                    let rel = abs.strip_prefix(&dir).map_err(|_| {
+                        anyhow::anyhow!(
+                            "the rule file {} is outside the experiment's folder: the agent containers could not find it at the same relative path",
+                            rule.display()
+                        )
+                    })?;
+                    let bytes = std::fs::read(&abs)
+                        .with_context(|| format!("reading {}", abs.display()))?;
+                    files.push((inside.join(rel).to_string_lossy().into_owned(), bytes));
+                }
+            }
+            Ok((
+                std::net::SocketAddr::new(gateway, 0),
+                AgentSource::Containers {
+                    image: images.sut.clone(),
+                    network: network.to_string(),
+                    experiment_text: exp.source.clone(),
+                    files,
+                    quick: *quick,
+                    seed: *seed,
+                },
+            ))
+        }
+        _ => Ok((a.listen, a.source.clone())),
+    }
 }
 
 /// Hands the agents their shards of `plan` and waits for them; returns

@@ -171,6 +171,9 @@ fn bad_names_and_agent_counts_are_refused() {
     a.namespace = "chaos".into();
     let e = k8s_to_dir(&a).expect_err("refused");
     assert!(e.contains("--agents"), "{e}");
+    // The image carries no Prometheus: an experiment with alerts: is refused, not half-rendered.
+    let e = k8s_to_dir(&args("retry-storm.yaml", 2, &out)).expect_err("refused");
+    assert!(e.contains("alerts:") && e.contains("Prometheus"), "{e}");
     assert!(!out.exists(), "nothing written for refused input");
 }
 
@@ -226,7 +229,7 @@ fn the_manifests_pass_kubernetes_validate_and_a_broken_one_does_not() {
         println!("SKIPPED: kubernetes-validate not installed (pip install kubernetes-validate)");
         return;
     }
-    for (file, agents) in [("zone-failover.yaml", 4), ("retry-storm.yaml", 3)] {
+    for (file, agents) in [("zone-failover.yaml", 4), ("cache-flush.yaml", 3)] {
         let out = scratch(&format!("v-{file}"));
         k8s_to_dir(&args(file, agents, &out)).expect("renders");
         let (ok, text) = validate(&out);

@@ -37,6 +37,18 @@ pub enum AgentSource {
     },
     /// Agents started elsewhere connect to the listening address.
     Remote,
+    /// Containers of the sut image on the variant's Docker network (the
+    /// containers environment); they drive the gateway by its name there.
+    Containers {
+        image: String,
+        network: String,
+        experiment_text: String,
+        /// Files the experiment refers to (alert rules), as (path in the
+        /// container, contents): the agents validate the same file.
+        files: Vec<(String, Vec<u8>)>,
+        quick: bool,
+        seed: u64,
+    },
 }
 
 /// What every agent must agree with.
@@ -75,6 +87,10 @@ pub struct Coordinator {
     pub url: String,
     server: tokio::task::JoinHandle<()>,
     children: Vec<Option<tokio::process::Child>>,
+    /// Agent containers, removed when dropped.
+    containers: Vec<testcontainers::ContainerAsync<testcontainers::GenericImage>>,
+    /// The system's URL as the agents see it, when it differs from ours.
+    agent_base_url: Option<String>,
 }
 
 impl Drop for Coordinator {
@@ -315,11 +331,52 @@ impl Coordinator {
                 children.push(Some(c.spawn().context("starting a load agent")?));
             }
         }
+        let mut containers = Vec::new();
+        let mut agent_base_url = None;
+        if let AgentSource::Containers {
+            image,
+            network,
+            experiment_text,
+            files,
+            quick,
+            seed,
+        } = source
+        {
+            for shard in 0..of {
+                let mut args = vec![
+                    "--coordinator".to_string(),
+                    url.clone(),
+                    "--shard".into(),
+                    shard.to_string(),
+                    "--of".into(),
+                    of.to_string(),
+                    "--seed".into(),
+                    seed.to_string(),
+                ];
+                if *quick {
+                    args.push("--quick".into());
+                }
+                containers.push(
+                    crate::containers::start_agent(
+                        image,
+                        network,
+                        experiment_text,
+                        files,
+                        args,
+                        shard,
+                    )
+                    .await?,
+                );
+            }
+            agent_base_url = Some(crate::containers::gateway_url_inside(network));
+        }
         Ok(Coordinator {
             shared,
             url,
             server,
             children,
+            containers,
+            agent_base_url,
         })
     }
 
@@ -369,7 +426,12 @@ impl Coordinator {
 
     /// Hands every agent its plan (and so the clock); from now on their
     /// events go into `recorder`.
-    pub fn release(&self, plans: Vec<Plan>, recorder: Arc<Recorder>) {
+    pub fn release(&self, mut plans: Vec<Plan>, recorder: Arc<Recorder>) {
+        if let Some(url) = &self.agent_base_url {
+            for p in &mut plans {
+                p.base_url = url.clone();
+            }
+        }
         let mut st = self.shared.0.lock().expect("coordinator lock");
         let now = Instant::now();
         for a in &mut st.agents {
@@ -439,13 +501,19 @@ impl Coordinator {
             }
             let _ = tokio::time::timeout(Duration::from_millis(200), notified).await;
         }
-        let st = self.shared.0.lock().expect("coordinator lock");
-        // A lost agent that is still running (silent, stuck) goes now.
-        for (i, a) in st.agents.iter().enumerate() {
-            if let (Some(_), Some(Some(c))) = (&a.lost, self.children.get_mut(i)) {
-                let _ = c.start_kill();
+        {
+            // A lost agent that is still running (silent, stuck) goes now.
+            let st = self.shared.0.lock().expect("coordinator lock");
+            for (i, a) in st.agents.iter().enumerate() {
+                if let (Some(_), Some(Some(c))) = (&a.lost, self.children.get_mut(i)) {
+                    let _ = c.start_kill();
+                }
             }
         }
+        for c in self.containers.drain(..) {
+            let _ = c.rm().await;
+        }
+        let st = self.shared.0.lock().expect("coordinator lock");
         let mut out = LoadOutcome::default();
         let mut records = Vec::new();
         for (i, a) in st.agents.iter().enumerate() {

@@ -259,6 +259,12 @@ pub fn render(exp: &Experiment, o: &K8sOptions) -> Result<Vec<Manifest>, RenderE
             exp.name
         )));
     }
+    if exp.alerts.is_some() {
+        return Err(RenderError::Environment(format!(
+            "{} evaluates alert rules on a Prometheus (`alerts:`), which the image does not carry and these manifests do not deploy; render a copy without `alerts:` (its expectations on alerts removed)",
+            exp.name
+        )));
+    }
     let ns = o.namespace.as_str();
     for v in &exp.variants {
         // "<variant>-coordinator" and "<variant>-allow-coordinator" must fit in 63.
