@@ -17,10 +17,9 @@
 //! against a pinned Kubernetes schema by `kubernetes-validate`.
 
 use super::objects::*;
-use crate::experiment::{Experiment, TimelineOp};
+use crate::experiment::Experiment;
 use std::collections::BTreeMap;
 use sut::config::CacheBackend;
-use sut::AdminCommand;
 
 /// The port every sut process listens on in its pod (as in containers.rs).
 pub(crate) const SUT_PORT: u16 = 8080;
@@ -91,7 +90,7 @@ pub(crate) fn check_name(what: &'static str, name: &str, max: usize) -> Result<(
     }
 }
 
-fn labels(pairs: &[(&str, &str)]) -> Labels {
+pub(crate) fn labels(pairs: &[(&str, &str)]) -> Labels {
     let mut l: Labels = pairs
         .iter()
         .map(|(k, v)| (format!("overload-harness/{k}"), v.to_string()))
@@ -103,7 +102,7 @@ fn labels(pairs: &[(&str, &str)]) -> Labels {
     l
 }
 
-fn meta(name: &str, ns: &str, labels: Labels) -> ObjectMeta {
+pub(crate) fn meta(name: &str, ns: &str, labels: Labels) -> ObjectMeta {
     ObjectMeta {
         name: name.to_string(),
         namespace: Some(ns.to_string()),
@@ -111,7 +110,7 @@ fn meta(name: &str, ns: &str, labels: Labels) -> ObjectMeta {
     }
 }
 
-fn obj<T: serde::Serialize>(
+pub(crate) fn obj<T: serde::Serialize>(
     api_version: &'static str,
     kind: &'static str,
     metadata: ObjectMeta,
@@ -210,40 +209,7 @@ fn deployment_and_service(
     Ok(vec![deployment, service])
 }
 
-/// The pod groups that each get their own allow policy: (policy name, selector labels).
-pub(crate) fn pod_groups(exp: &Experiment) -> Vec<(String, Labels)> {
-    let mut out = Vec::new();
-    for v in &exp.variants {
-        let n = &v.name;
-        for z in &v.system.zones {
-            out.push((
-                format!("{n}-allow-pool-{z}"),
-                labels(&[("variant", n), ("role", "pool"), ("zone", z)]),
-            ));
-        }
-        out.push((
-            format!("{n}-allow-gateway"),
-            labels(&[("variant", n), ("role", "gateway")]),
-        ));
-        if needs_redis(&v.system) {
-            out.push((
-                format!("{n}-allow-redis"),
-                labels(&[("variant", n), ("role", "redis")]),
-            ));
-        }
-        out.push((
-            format!("{n}-allow-coordinator"),
-            labels(&[("variant", n), ("role", "coordinator")]),
-        ));
-        out.push((
-            format!("{n}-allow-agents"),
-            labels(&[("variant", n), ("role", "agent")]),
-        ));
-    }
-    out
-}
-
-fn needs_redis(s: &sut::SystemConfig) -> bool {
+pub(crate) fn needs_redis(s: &sut::SystemConfig) -> bool {
     matches!(&s.cache.backend, CacheBackend::Redis(r) if r.url.is_none())
 }
 
@@ -324,7 +290,7 @@ pub fn render(exp: &Experiment, o: &K8sOptions) -> Result<Vec<Manifest>, RenderE
     }
     out.push(Manifest {
         file: "30-network-policies.yaml".into(),
-        documents: network_policies(exp, ns)?,
+        documents: super::policies::network_policies(exp, ns)?,
     });
     Ok(out)
 }
@@ -611,94 +577,6 @@ fn run_objects(
         Some(o.agents),
     )?);
     Ok(docs)
-}
-
-fn same_namespace() -> Vec<Peer> {
-    vec![Peer {
-        pod_selector: Some(LabelSelector::default()),
-        namespace_selector: None,
-    }]
-}
-
-fn network_policies(exp: &Experiment, ns: &str) -> Result<Vec<serde_json::Value>, RenderError> {
-    let policy = |name: &str, selector: Labels, rules: Option<Vec<Rule>>| {
-        obj(
-            "networking.k8s.io/v1",
-            "NetworkPolicy",
-            meta(name, ns, labels(&[])),
-            Spec {
-                spec: NetworkPolicySpec {
-                    pod_selector: LabelSelector {
-                        match_labels: selector,
-                    },
-                    policy_types: vec!["Ingress", "Egress"],
-                    ingress: rules.as_ref().map(|_| {
-                        vec![Rule {
-                            from: Some(same_namespace()),
-                            ..Rule::default()
-                        }]
-                    }),
-                    egress: rules,
-                },
-            },
-        )
-    };
-    // Deny all, in and out, for every pod of the namespace ...
-    let mut docs = vec![policy("default-deny", Labels::new(), None)?];
-    // ... then each pod group may talk to the namespace's own pods, and ask
-    // the cluster's DNS for their Services' addresses.
-    let dns = Rule {
-        to: Some(vec![Peer {
-            pod_selector: None,
-            namespace_selector: Some(LabelSelector {
-                match_labels: [(
-                    "kubernetes.io/metadata.name".to_string(),
-                    "kube-system".to_string(),
-                )]
-                .into_iter()
-                .collect(),
-            }),
-        }]),
-        ports: Some(vec![
-            PolicyPort {
-                protocol: "UDP",
-                port: 53,
-            },
-            PolicyPort {
-                protocol: "TCP",
-                port: 53,
-            },
-        ]),
-        from: None,
-    };
-    for (name, selector) in pod_groups(exp) {
-        let egress = vec![
-            Rule {
-                to: Some(same_namespace()),
-                ..Rule::default()
-            },
-            dns.clone(),
-        ];
-        docs.push(policy(&name, selector, Some(egress))?);
-    }
-    Ok(docs)
-}
-
-/// The zones a timeline takes out (`zone_outage`), per variant: the allow
-/// policies whose deletion is that outage.
-pub(crate) fn outage_zones(exp: &Experiment) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for v in &exp.variants {
-        for e in exp.timeline.iter().filter(|e| e.applies_to(&v.name)) {
-            if let TimelineOp::Admin(AdminCommand::ZoneOutage { zone }) = &e.op {
-                let pair = (v.name.clone(), zone.clone());
-                if !out.contains(&pair) {
-                    out.push(pair);
-                }
-            }
-        }
-    }
-    out
 }
 
 /// A manifest as YAML: its documents separated by `---`.

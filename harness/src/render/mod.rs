@@ -4,6 +4,7 @@
 
 pub mod k8s;
 mod objects;
+mod policies;
 mod readme;
 
 use std::path::{Path, PathBuf};

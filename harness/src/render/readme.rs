@@ -134,7 +134,7 @@ pub fn readme(exp: &Experiment, o: &K8sOptions, manifests: &[Manifest]) -> Strin
          Scaling the Deployment to 0 would instead refuse connections at once (a fast failure the router handles differently) and bring the zone back as a new, cold pod: a restart, not an outage. \
          Caveats: the effect needs a CNI that enforces NetworkPolicies, and some drop only new connections, not established ones."
     );
-    let outages = k8s::outage_zones(exp);
+    let outages = super::policies::outage_zones(exp);
     if !outages.is_empty() {
         let _ = writeln!(s, "\nThis experiment's outages, as kubectl:\n\n```sh");
         for (v, z) in outages {

@@ -21,6 +21,9 @@
 //! document ids per bucket (cleared into a count once the second is sampled),
 //! and one entry per watched document.
 
+mod events;
+
+pub use events::{Event, Tap};
 use hdrhistogram::Histogram;
 use run_report::{Integrity, LatencySummary};
 use std::collections::{BTreeMap, HashSet};
@@ -50,47 +53,6 @@ pub enum AttemptOutcome {
     /// Anything else (connection refused, 500, bad body).
     Error,
 }
-
-/// One thing the recorder counted: what a load agent streams to the
-/// coordinator (the wire format of `agent::protocol`'s reports).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Event {
-    Submitted {
-        doc: u64,
-        tenant: String,
-    },
-    Late,
-    AttemptSent {
-        doc: u64,
-        tenant: String,
-    },
-    AttemptDone {
-        outcome: AttemptOutcome,
-        latency_us: u64,
-    },
-    AttemptCutOff,
-    ResultChecked {
-        doc: u64,
-        correct: bool,
-        got: u64,
-        expected: u64,
-    },
-    Completed {
-        tenant: String,
-        pages: u32,
-        end_to_end_us: u64,
-    },
-    GivenUp,
-    Pending,
-    JourneyEnded {
-        doc: u64,
-        how: JourneyEnd,
-    },
-}
-
-/// Where a recorder with a tap sends each event, with its offset from the start.
-pub type Tap = tokio::sync::mpsc::UnboundedSender<(Duration, Event)>;
 
 /// What the clients have seen since the variant started (see [`Recorder::totals`]).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -159,6 +121,12 @@ pub struct Recorder {
     tap: Option<Tap>,
 }
 
+/// A document id's share of `Integrity::submitted_digest` (mixed, so that
+/// a wrapping sum of them tells id multisets apart).
+fn id_digest(doc: u64) -> u64 {
+    crate::workload::document_id(doc, 0x1D5, 0)
+}
+
 fn histogram() -> Histogram<u64> {
     // 1 µs .. 1 h, 3 significant digits.
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
@@ -204,76 +172,6 @@ impl Recorder {
         }
     }
 
-    /// A recorder that also sends every event to `tap` (a load agent's).
-    pub fn with_tap(start: Instant, seconds: usize, tap: Tap) -> Self {
-        Recorder {
-            tap: Some(tap),
-            ..Recorder::new(start, seconds)
-        }
-    }
-
-    fn tap(&self, at: Instant, e: impl FnOnce() -> Event) {
-        if let Some(t) = &self.tap {
-            let _ = t.send((at.saturating_duration_since(self.start), e()));
-        }
-    }
-
-    /// Counts an event another process recorded `at` after the start.
-    pub fn apply(&self, at: Duration, e: Event) {
-        let when = self.start + at;
-        match e {
-            Event::Submitted { doc, tenant } => self.submitted_at(when, doc, &tenant),
-            Event::Late => self.late(),
-            Event::AttemptSent { doc, tenant } => self.attempt_sent_at(when, doc, &tenant),
-            Event::AttemptDone {
-                outcome,
-                latency_us,
-            } => self.attempt_done_at(when, outcome, Duration::from_micros(latency_us)),
-            Event::AttemptCutOff => self.attempt_cut_off(),
-            Event::ResultChecked {
-                doc,
-                correct,
-                got,
-                expected,
-            } => self.result_checked(doc, correct, got, expected),
-            Event::Completed {
-                tenant,
-                pages,
-                end_to_end_us,
-            } => self.completed_at(when, &tenant, pages, Duration::from_micros(end_to_end_us)),
-            Event::GivenUp => self.given_up_at(when),
-            Event::Pending => self.pending(),
-            Event::JourneyEnded { doc, how } => self.journey_ended_at(at, doc, how),
-        }
-    }
-
-    /// A lost load agent's document that had been submitted and not ended:
-    /// pending (agent lost).
-    pub fn pending_agent_lost(&self) {
-        let mut st = self.state.lock().expect("recorder lock");
-        st.integrity.pending += 1;
-        st.agent_lost += 1;
-        st.in_flight = st.in_flight.saturating_sub(1);
-    }
-
-    /// A lost load agent's document it never reported submitting: counted
-    /// as submitted and pending (agent lost), so nothing goes missing.
-    pub fn unreported_agent_lost(&self, doc: u64) {
-        let mut st = self.state.lock().expect("recorder lock");
-        st.integrity.submitted += 1;
-        st.integrity.submitted_digest = st
-            .integrity
-            .submitted_digest
-            .wrapping_add(crate::workload::document_id(doc, 0x1D5, 0));
-        st.integrity.pending += 1;
-        st.agent_lost += 1;
-    }
-
-    /// Documents pending because their load agent was lost.
-    pub fn agent_lost(&self) -> u64 {
-        self.state.lock().expect("recorder lock").agent_lost
-    }
-
     pub fn start(&self) -> Instant {
         self.start
     }
@@ -307,10 +205,8 @@ impl Recorder {
                 b.repeats += 1;
             }
             st.integrity.submitted += 1;
-            st.integrity.submitted_digest = st
-                .integrity
-                .submitted_digest
-                .wrapping_add(crate::workload::document_id(doc, 0x1D5, 0));
+            st.integrity.submitted_digest =
+                st.integrity.submitted_digest.wrapping_add(id_digest(doc));
             st.in_flight += 1;
         });
     }
