@@ -144,18 +144,6 @@ pub async fn run(args: AgentArgs, stop: Arc<StopSignal>) -> anyhow::Result<()> {
         pages_per_sec: plan.capacity_pages_per_sec,
         docs_per_sec: plan.capacity_docs_per_sec,
     };
-    let mine = shard::shard(
-        &crate::runner::plan_documents(&exp, capacity),
-        shard,
-        args.of,
-    );
-    if shard::digest(&mine) != plan.shard_digest || mine.len() as u64 != plan.shard_documents {
-        bail!(
-            "this agent computed a different shard {shard} ({} documents) than the coordinator ({}): same file, seed and version, so the calibration did not cross intact",
-            mine.len(),
-            plan.shard_documents
-        );
-    }
     let start = start_instant(plan.start_unix_ms);
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let recorder = Arc::new(Recorder::with_tap(start, plan.seconds, tx));
@@ -168,6 +156,20 @@ pub async fn run(args: AgentArgs, stop: Arc<StopSignal>) -> anyhow::Result<()> {
         finish_rx,
         stop.clone(),
     ));
+    // After the reporter started: its heartbeats keep this agent from being
+    // taken for lost while a large schedule is computed.
+    let mine = shard::shard(
+        &crate::runner::plan_documents(&exp, capacity),
+        shard,
+        args.of,
+    );
+    if shard::digest(&mine) != plan.shard_digest || mine.len() as u64 != plan.shard_documents {
+        bail!(
+            "this agent computed a different shard {shard} ({} documents) than the coordinator ({}): same file, seed and version, so the calibration did not cross intact",
+            mine.len(),
+            plan.shard_documents
+        );
+    }
     let load = crate::load::drive(LoadPlan {
         base_url: plan.base_url.clone(),
         documents: mine,
