@@ -292,3 +292,39 @@ async fn a_refused_agent_hears_why_and_the_run_does_not_start() {
     let err = c.wait_for_agents(Duration::from_secs(5)).await.unwrap_err();
     assert!(err.to_string().contains("refused"), "{err}");
 }
+
+#[test]
+fn a_silent_agent_is_lost_after_3_s_and_killed() {
+    let dir = scratch("silent");
+    let file = experiment(&dir, SHORT);
+    let run = harness(&file, &dir.join("r"), &["--agents", "2"])
+        .spawn()
+        .unwrap();
+    let pids = wait_for_agents(&run, 2);
+    assert_eq!(pids.len(), 2);
+    let victim = *children(run.id(), "--shard 0 ")
+        .first()
+        .expect("agent of shard 0");
+    std::thread::sleep(Duration::from_secs(4));
+    // Stopped, not dead: it holds its connections but reports nothing.
+    unsafe { libc::kill(victim as i32, libc::SIGSTOP) };
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = &summary(&out.stdout)["variants"][0];
+    let lost = &v["agents"][0];
+    assert!(
+        lost["lost"]
+            .as_str()
+            .is_some_and(|r| r.contains("stopped reporting for 3 s")),
+        "{lost}"
+    );
+    assert!(v["agents"][1]["lost"].is_null());
+    assert_eq!(v["integrity"]["accounted"], true);
+    assert!(!alive(victim), "the silent agent was killed with its run");
+    let _ = std::fs::remove_dir_all(&dir);
+}
