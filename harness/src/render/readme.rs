@@ -81,11 +81,16 @@ pub fn readme(exp: &Experiment, o: &K8sOptions, manifests: &[Manifest]) -> Strin
         "\n## Steps\n\n\
          1. Build the image (it carries `sut` and `harness`) and push it where the cluster pulls from:\n\n\
          ```sh\nbash ci/images.sh --release\ndocker tag overload-harness/sut:local {img}\ndocker push {img}\n```\n\n\
-         (`--image`/`--redis-image` of `harness render k8s` set the names written here: `{img}`, `{redis}`.)\n\n\
+         (`--image`/`--redis-image` of `harness render k8s` set the names written here: `{img}`, `{redis}`{default}; push the Redis image the same way when a variant uses Redis.)\n\n\
          2. Namespace, configuration and NetworkPolicies first, so no pod ever runs unconfined:\n\n\
          ```sh\nkubectl apply -f 00-namespace.yaml\nkubectl apply -f 01-config.yaml -f 30-network-policies.yaml\n```\n",
         img = o.image,
-        redis = o.redis_image
+        redis = o.redis_image,
+        default = if o.image == crate::containers::DEFAULT_SUT_IMAGE {
+            ": these are the local tags, so render again with `--image REGISTRY/NAME:TAG` for a cluster that pulls from a registry"
+        } else {
+            ""
+        }
     );
     for (step, v) in (3..).zip(&exp.variants) {
         let n = &v.name;
@@ -94,7 +99,7 @@ pub fn readme(exp: &Experiment, o: &K8sOptions, manifests: &[Manifest]) -> Strin
             "{step}. Variant `{n}` (run the variants one after the other: they must not share the cluster's capacity):\n\n\
              ```sh\nkubectl apply -f 10-{n}-system.yaml\nkubectl -n {ns} rollout status deployment --selector overload-harness/variant={n} --timeout=180s\n\
              kubectl apply -f 20-{n}-run.yaml\nkubectl -n {ns} wait --for=condition=complete --timeout={t}s job/{n}-coordinator\n\
-             kubectl -n {ns} logs job/{n}-coordinator > {n}-summary.json\nkubectl -n {ns} delete -f 20-{n}-run.yaml -f 10-{n}-system.yaml\n```\n",
+             kubectl -n {ns} logs job/{n}-coordinator | grep '^{{' > {n}-summary.json\nkubectl -n {ns} delete -f 20-{n}-run.yaml -f 10-{n}-system.yaml\n```\n",
             t = exp.duration.as_secs() + 600
         );
     }
