@@ -2,9 +2,11 @@
 # Builds the two images of the `containers` environment from this machine's
 # own files, pulling nothing (there may be no registry at all):
 #
-#   overload-harness/sut:local    the `sut` binary, its shared libraries, and
-#                                 the Vulkan loader + Mesa's lavapipe driver,
-#                                 so pool containers run pages through wgpu
+#   overload-harness/sut:local    the `sut` and `harness` binaries, their shared
+#                                 libraries, and the Vulkan loader + Mesa's
+#                                 lavapipe driver, so pool containers run pages
+#                                 through wgpu; `harness` is there for the load
+#                                 agents and the coordinator (`render k8s`)
 #   overload-harness/redis:local  this machine's redis-server and its libraries
 #
 # Each is `FROM scratch` plus a root filesystem assembled with ldd. Usage:
@@ -51,18 +53,30 @@ add_with_libs() {
 
 # --- sut ---------------------------------------------------------------
 cargo_flags=(-j2 -q -p system-under-test --bin sut)
-[ "$profile" = release ] && cargo_flags+=(--release)
+harness_flags=(-j2 -q --workspace --bin harness)
+[ "$profile" = release ] && cargo_flags+=(--release) && harness_flags+=(--release)
 cargo build "${cargo_flags[@]}"
+cargo build "${harness_flags[@]}"
 target_dir="${CARGO_TARGET_DIR:-$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')}"
 bin="$target_dir/$profile/sut"
-[ -x "$bin" ] || { echo "images.sh: $bin was not built" >&2; exit 1; }
+harness_bin="$target_dir/$profile/harness"
+for b in "$bin" "$harness_bin"; do
+  [ -x "$b" ] || { echo "images.sh: $b was not built" >&2; exit 1; }
+done
 
 root="$work/sut/rootfs"
 mkdir -p "$root/usr/local/bin" "$root/tmp" "$root/etc"
 chmod 1777 "$root/tmp"
 objcopy --strip-debug "$bin" "$root/usr/local/bin/sut"
-add_with_libs "$root" "$bin"
-rm -f "$root$bin"
+objcopy --strip-debug "$harness_bin" "$root/usr/local/bin/harness"
+add_with_libs "$root" "$bin" "$harness_bin"
+rm -f "$root$bin" "$root$harness_bin"
+# The harness's HTTP clients (goose's included) load the system's CA bundle
+# when they are built, even for plain-HTTP use: without one they refuse.
+if [ -e /etc/ssl/certs/ca-certificates.crt ]; then
+  mkdir -p "$root/etc/ssl/certs"
+  cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
+fi
 # wgpu opens the Vulkan loader at run time (not in ldd); the loader finds
 # lavapipe through its ICD file.
 gpu=no
@@ -85,7 +99,7 @@ EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/sut"]
 EOF
 docker build -q -t "$sut_tag" "$work/sut" >/dev/null
-echo "images.sh: built $sut_tag ($(du -sh "$root" | cut -f1), $profile sut, lavapipe: $gpu)"
+echo "images.sh: built $sut_tag ($(du -sh "$root" | cut -f1), $profile sut + harness, lavapipe: $gpu)"
 
 # --- redis -------------------------------------------------------------
 root="$work/redis/rootfs"

@@ -302,6 +302,63 @@ pub async fn start(
     })
 }
 
+/// The variant network's gateway address: where containers reach this host
+/// (the coordinator of load agents listens there, not on every interface).
+pub async fn network_gateway(network: &str) -> anyhow::Result<std::net::IpAddr> {
+    let docker = testcontainers::bollard::Docker::connect_with_local_defaults()
+        .context("no Docker engine")?;
+    let n = docker
+        .inspect_network(network, None)
+        .await
+        .with_context(|| format!("inspecting the network {network}"))?;
+    n.ipam
+        .and_then(|i| i.config)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.gateway)
+        .find_map(|g| g.parse::<std::net::Ipv4Addr>().ok())
+        .map(std::net::IpAddr::V4)
+        .with_context(|| format!("the network {network} has no IPv4 gateway"))
+}
+
+/// Where an agent container finds the experiment file.
+pub const AGENT_EXPERIMENT: &str = "/etc/experiment/experiment.yaml";
+
+/// A load agent as a container of the sut image (which carries `harness`),
+/// on the variant's network: `harness agent` with the experiment file copied in.
+pub async fn start_agent(
+    image: &str,
+    network: &str,
+    experiment: &str,
+    files: &[(String, Vec<u8>)],
+    args: Vec<String>,
+    shard: u32,
+) -> anyhow::Result<ContainerAsync<GenericImage>> {
+    let (name, tag) = split_image(image);
+    let mut cmd = vec!["agent".to_string(), AGENT_EXPERIMENT.to_string()];
+    cmd.extend(args);
+    let mut request = GenericImage::new(name, tag)
+        .with_entrypoint("/usr/local/bin/harness")
+        .with_network(network)
+        .with_container_name(format!("{network}-agent-{shard}"))
+        .with_copy_to(AGENT_EXPERIMENT, experiment.as_bytes().to_vec())
+        .with_env_var("XDG_RUNTIME_DIR", "/tmp")
+        .with_cmd(cmd)
+        .with_startup_timeout(STARTUP);
+    for (path, bytes) in files {
+        request = request.with_copy_to(path.clone(), bytes.clone());
+    }
+    request
+        .start()
+        .await
+        .with_context(|| format!("starting load agent {shard} as a container of {image} (does the image carry harness? rebuild it with ci/images.sh)"))
+}
+
+/// The URL of the gateway as containers on the variant's network see it.
+pub fn gateway_url_inside(network: &str) -> String {
+    format!("http://{network}-gateway:{SUT_PORT}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,6 +32,11 @@ impl Target {
         self.containers.as_ref().map(|c| c.zones.clone())
     }
 
+    /// The variant's Docker network (containers environment).
+    pub fn network(&self) -> Option<&str> {
+        self.containers.as_ref().map(|c| c.network.as_str())
+    }
+
     /// Stops an embedded system (drains in-flight requests, bounded) or
     /// removes the variant's containers.
     pub async fn stop(mut self) {
@@ -174,6 +179,21 @@ pub async fn start(
             anyhow::bail!("embedded environment without a page executor")
         }
     }
+}
+
+/// A variant's system someone else started from this file (`--deployed`,
+/// e.g. the Deployments of `harness render k8s`): driven with the variant's
+/// admin token, its page function checked like an external target's.
+pub async fn deployed(url: &str, system: &sut::SystemConfig) -> anyhow::Result<Target> {
+    check_external_page_function(url, Some(&system.admin_token), &system.page).await?;
+    Ok(Target {
+        base_url: url.trim_end_matches('/').to_string(),
+        admin_token: Some(system.admin_token.clone()),
+        shutdown: None,
+        server: None,
+        redis: None,
+        containers: None,
+    })
 }
 
 /// Says which executor the pool containers run, loudly when it is the CPU

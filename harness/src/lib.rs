@@ -8,6 +8,7 @@
 //! `run-report` crate.
 
 pub mod ablate;
+pub mod agent;
 mod async_client;
 pub mod axis;
 pub mod bench;
@@ -22,6 +23,7 @@ pub mod load;
 pub mod progress;
 pub mod prometheus;
 pub mod recorder;
+pub mod render;
 pub mod residue;
 pub mod run_id;
 pub mod runner;

@@ -50,6 +50,22 @@ struct RunArgs {
     /// (containers needs the images of `ci/images.sh`).
     #[arg(long, value_enum)]
     environment: Option<experiment::EnvironmentKind>,
+    /// Split each variant's load over N load agents, child processes that
+    /// each drive shard k mod N of the seeded schedule and report to this run.
+    #[arg(long, value_name = "N")]
+    agents: Option<u32>,
+    /// Wait for the agents on this address instead of starting them (they
+    /// run `harness agent` elsewhere, e.g. the Indexed Job of `render k8s`).
+    #[arg(long, value_name = "ADDR", requires = "agents")]
+    agent_listen: Option<std::net::SocketAddr>,
+    /// Drive the variant's system already running at URL (deployed from this
+    /// file, e.g. by `harness render k8s`) instead of starting one; needs
+    /// --variant when the file has more than one.
+    #[arg(long, value_name = "URL")]
+    deployed: Option<String>,
+    /// Allow --deployed and --agent-listen beyond loopback.
+    #[arg(long)]
+    allow_remote: bool,
 }
 
 #[derive(Subcommand)]
@@ -93,6 +109,9 @@ enum Command {
         /// Run one step only (`storm` is how the memory step re-runs itself).
         #[arg(long, hide = true, value_enum)]
         only: Option<harness::bench::Step>,
+        /// Also measure the load ceiling through 1 and then N load agents.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+        agents: Option<u32>,
     },
     /// Judges a recorded run again (its `run.json`) with this harness's
     /// rules and rewrites its report in place: the same verdicts, waves and
@@ -114,6 +133,12 @@ enum Command {
     /// duration) for the smallest that tips each variant into a metastable
     /// failure, with several seeds per probe.
     Threshold(harness::threshold::ThresholdArgs),
+    /// A load agent of a run with --agents (started by the run, or by Kubernetes).
+    #[command(hide = true)]
+    Agent(harness::agent::AgentArgs),
+    /// Writes the experiment out for an existing engine to run (Kubernetes).
+    #[command(subcommand)]
+    Render(harness::render::RenderCommand),
 }
 
 fn main() -> ExitCode {
@@ -148,10 +173,29 @@ fn main() -> ExitCode {
             out,
             seed,
         ),
-        Some(Command::Bench { quick, only }) => harness::bench::cli(quick, only),
+        Some(Command::Bench {
+            quick,
+            only,
+            agents,
+        }) => harness::bench::cli(quick, only, agents),
         Some(Command::Report { dir, with, quiet }) => report(&dir, with.as_deref(), quiet),
         Some(Command::Sweep(args)) => harness::sweep::cli(args),
         Some(Command::Threshold(args)) => harness::threshold::cli(args),
+        Some(Command::Agent(args)) => agent(args),
+        Some(Command::Render(harness::render::RenderCommand::K8s(args))) => {
+            match harness::render::k8s_to_dir(&args) {
+                Ok(files) => {
+                    for f in files {
+                        println!("{}", f.display());
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         None => match cli.run.experiment.clone() {
             Some(path) => run(path, cli.run),
             None => {
@@ -224,10 +268,19 @@ fn run(path: PathBuf, args: RunArgs) -> ExitCode {
         Ok(x) => x,
         Err(code) => return code,
     };
+    let agents = match agent_options(&path, &exp, &args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let opts = RunOptions {
         out_dir: args.out.clone(),
         quiet: args.quiet,
         variant: args.variant.clone(),
+        agents,
+        deployed: args.deployed.clone(),
     };
     let outcome = rt.block_on(runner::run(&exp, &opts, stop.clone()));
     let outcome = match outcome {
@@ -255,6 +308,89 @@ fn run(path: PathBuf, args: RunArgs) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+/// `--agents`, `--agent-listen`, `--deployed`: checked before anything runs.
+fn agent_options(
+    path: &std::path::Path,
+    exp: &experiment::Experiment,
+    args: &RunArgs,
+) -> Result<Option<runner::AgentOptions>, String> {
+    use harness::agent::coordinator::AgentSource;
+    let loopback = |host: Option<&str>| {
+        host.is_some_and(|h| {
+            h == "localhost"
+                || h.trim_matches(['[', ']'])
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        })
+    };
+    if let Some(url) = &args.deployed {
+        let u = reqwest::Url::parse(url).map_err(|e| format!("--deployed {url}: {e}"))?;
+        if !loopback(u.host_str()) && !args.allow_remote {
+            return Err(format!("--deployed {url} is not a loopback address; load goes to this machine only unless --allow-remote"));
+        }
+        let chosen = exp
+            .variants
+            .iter()
+            .filter(|v| args.variant.as_ref().is_none_or(|n| n == &v.name))
+            .count();
+        if chosen != 1 {
+            return Err("--deployed drives one variant's system: name it with --variant".into());
+        }
+    }
+    let Some(count) = args.agents else {
+        return Ok(None);
+    };
+    if !(1..=1000).contains(&count) {
+        return Err(format!("--agents must be between 1 and 1000, not {count}"));
+    }
+    if let experiment::Environment::External { .. } = exp.environment {
+        if args.deployed.is_none() {
+            return Err("--agents with an external target is not supported: the agents drive a system this run starts or --deployed names".into());
+        }
+    }
+    let (listen, source, join) = match args.agent_listen {
+        Some(addr) => {
+            if !addr.ip().is_loopback() && !args.allow_remote {
+                return Err(format!("--agent-listen {addr} is not a loopback address; agents elsewhere need --allow-remote"));
+            }
+            (
+                addr,
+                AgentSource::Remote,
+                std::time::Duration::from_secs(300),
+            )
+        }
+        None => (
+            std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            AgentSource::Children {
+                experiment: path.to_path_buf(),
+                quick: exp.quick,
+                seed: exp.seed,
+            },
+            std::time::Duration::from_secs(30),
+        ),
+    };
+    Ok(Some(runner::AgentOptions {
+        count,
+        source,
+        listen,
+        join_timeout: join,
+    }))
+}
+
+fn agent(args: harness::agent::AgentArgs) -> ExitCode {
+    let (rt, stop) = match runtime_or_exit() {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    match rt.block_on(harness::agent::run(args, stop)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("harness agent: error: {e:#}");
+            ExitCode::from(2)
+        }
     }
 }
 
@@ -347,8 +483,7 @@ fn ablate(
     };
     let opts = RunOptions {
         out_dir: out,
-        quiet: false,
-        variant: None,
+        ..RunOptions::default()
     };
     let outcome = match rt.block_on(runner::run(&plan.experiment, &opts, stop.clone())) {
         Ok(o) => o,

@@ -24,12 +24,30 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// Options from the command line.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct RunOptions {
     pub out_dir: PathBuf,
     pub quiet: bool,
     /// Run only this variant.
     pub variant: Option<String>,
+    /// Split the load over this many load agents (`agent/`); `None`: the
+    /// load runs in this process.
+    pub agents: Option<AgentOptions>,
+    /// The variant's system is already running at this URL (deployed from
+    /// this file's variant, e.g. by `harness render k8s`): drive it, with
+    /// faults through its admin API and the variant's admin token.
+    pub deployed: Option<String>,
+}
+
+/// How the load agents of every variant come to be.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    pub count: u32,
+    pub source: crate::agent::coordinator::AgentSource,
+    /// Where the coordinator listens for them (loopback port 0 for children).
+    pub listen: std::net::SocketAddr,
+    /// How long to wait for every agent's handshake.
+    pub join_timeout: Duration,
 }
 
 /// A finished run.
@@ -110,7 +128,7 @@ pub async fn run(
         if stop.is_set() {
             break;
         }
-        let r = run_variant(exp, v, executor.clone(), capacity, stop.clone(), opts.quiet)
+        let r = run_variant(exp, v, executor.clone(), capacity, stop.clone(), opts)
             .await
             .with_context(|| format!("variant {}", v.name))?;
         runs.push(r);
@@ -177,10 +195,13 @@ async fn run_variant(
     executor: Option<Arc<dyn PageExecutor>>,
     capacity: Capacity,
     stop: Arc<StopSignal>,
-    quiet: bool,
+    opts: &RunOptions,
 ) -> anyhow::Result<VariantRun> {
-    let target = environment::start(exp, v, executor).await?;
-    let result = drive_variant(exp, v, &target, capacity, stop, quiet).await;
+    let target = match &opts.deployed {
+        Some(url) => environment::deployed(url, &v.system).await?,
+        None => environment::start(exp, v, executor).await?,
+    };
+    let result = drive_variant(exp, v, &target, capacity, stop, opts).await;
     target.stop().await;
     result
 }
@@ -191,8 +212,9 @@ async fn drive_variant(
     target: &Target,
     capacity: Capacity,
     stop: Arc<StopSignal>,
-    quiet: bool,
+    opts: &RunOptions,
 ) -> anyhow::Result<VariantRun> {
+    let quiet = opts.quiet;
     let http = reqwest::Client::builder()
         .pool_idle_timeout(Duration::from_secs(5))
         .build()
@@ -202,6 +224,22 @@ async fn drive_variant(
     let drain = {
         let (timeout, attempts) = v.client.slowest();
         load::drain_time(timeout, attempts)
+    };
+    // The agents first: the clock starts once every one of them is there.
+    let mut coordinator = match &opts.agents {
+        Some(a) => {
+            let expected = crate::agent::coordinator::Expected {
+                experiment_hash: crate::agent::protocol::experiment_hash(&exp.source, exp.quick),
+                seed: exp.seed,
+                of: a.count,
+            };
+            let (listen, source) = agent_source(exp, a, target).await?;
+            let mut c =
+                crate::agent::coordinator::Coordinator::start(listen, expected, &source).await?;
+            c.wait_for_agents(a.join_timeout).await?;
+            Some(c)
+        }
+        None => None,
     };
     let monitor = match &exp.alerts {
         Some(a) => Some(crate::prometheus::Monitor::start(a, &base, &v.name).await?),
@@ -221,8 +259,10 @@ async fn drive_variant(
         .cloned()
         .collect();
     timeline::set_up(&mut entries, admin.as_ref(), &events).await;
-    let start = Instant::now() + Duration::from_millis(300);
-    let wall_start = std::time::SystemTime::now() + Duration::from_millis(300);
+    // Agents need the plan delivered and their schedule computed first.
+    let lead = Duration::from_millis(if coordinator.is_some() { 1500 } else { 300 });
+    let start = Instant::now() + lead;
+    let wall_start = std::time::SystemTime::now() + lead;
     let load_end = start + exp.duration;
     let hard_stop = load_end + drain;
     let total_secs = (exp.duration + drain).as_secs() as usize + 2;
@@ -261,6 +301,7 @@ async fn drive_variant(
         let progress = progress.clone();
         let arrival = exp.workload.arrival.clone();
         let (duration, docs_per_sec) = (exp.duration, capacity.docs_per_sec);
+        let agents = coordinator.is_some();
         tokio::spawn(async move {
             let mut prev = baseline;
             let mut rows = Vec::new();
@@ -271,7 +312,13 @@ async fn drive_variant(
                     _ = tokio::time::sleep_until(at) => {},
                     _ = done_rx.wait_for(|d| *d) => {},
                 }
-                let mut row = recorder.second(t);
+                // With agents a second's events may still be on their way:
+                // read without folding now, exactly once every agent is done.
+                let mut row = if agents {
+                    recorder.peek(t)
+                } else {
+                    recorder.second(t)
+                };
                 let mid = Duration::from_millis(t as u64 * 1000 + 500);
                 if mid < duration {
                     row.offered_rate = arrival.rate_at(mid, duration, docs_per_sec);
@@ -317,10 +364,23 @@ async fn drive_variant(
             seed: exp.seed,
         },
     };
-    let load_result = load::drive(plan).await;
+    let (load_result, agents) = match coordinator.as_mut() {
+        None => (load::drive(plan).await, Vec::new()),
+        Some(c) => {
+            let (outcome, agents) =
+                drive_agents(c, exp, v, plan, capacity, total_secs, hard_stop).await;
+            (Ok(outcome), agents)
+        }
+    };
+    drop(coordinator);
     let _ = done_tx.send(true);
     timeline_task.abort();
-    let (seconds, last) = sampler.await.context("sampler task")?;
+    let (mut seconds, last) = sampler.await.context("sampler task")?;
+    if !agents.is_empty() {
+        for row in &mut seconds {
+            recorder.refresh(row);
+        }
+    }
     let mut triggers = residues.await.context("residue watcher task")?;
     crate::residue::cache_residues(
         exp,
@@ -380,7 +440,100 @@ async fn drive_variant(
         system_totals: totals,
         unmeasured,
         alerts,
+        agents,
     })
+}
+
+/// In the containers environment the agents are containers on the
+/// variant's network, and the coordinator listens on that network's gateway.
+async fn agent_source(
+    exp: &Experiment,
+    a: &AgentOptions,
+    target: &Target,
+) -> anyhow::Result<(std::net::SocketAddr, crate::agent::coordinator::AgentSource)> {
+    use crate::agent::coordinator::AgentSource;
+    match (&a.source, target.network(), &exp.environment) {
+        (
+            AgentSource::Children {
+                quick,
+                seed,
+                experiment,
+            },
+            Some(network),
+            crate::experiment::Environment::Containers { images },
+        ) => {
+            let gateway = crate::containers::network_gateway(network).await?;
+            // The alert rules beside the file, at the same relative paths.
+            let mut files = Vec::new();
+            if let Some(alerts) = &exp.alerts {
+                let dir = experiment
+                    .parent()
+                    .unwrap_or(std::path::Path::new("."))
+                    .canonicalize()
+                    .context("the experiment's folder")?;
+                let inside = std::path::Path::new(crate::containers::AGENT_EXPERIMENT)
+                    .parent()
+                    .expect("an absolute path");
+                for rule in &alerts.rules {
+                    let abs = rule
+                        .canonicalize()
+                        .with_context(|| format!("{}", rule.display()))?;
+                    let rel = abs.strip_prefix(&dir).map_err(|_| {
+                        anyhow::anyhow!(
+                            "the rule file {} is outside the experiment's folder: the agent containers could not find it at the same relative path",
+                            rule.display()
+                        )
+                    })?;
+                    let bytes = std::fs::read(&abs)
+                        .with_context(|| format!("reading {}", abs.display()))?;
+                    files.push((inside.join(rel).to_string_lossy().into_owned(), bytes));
+                }
+            }
+            Ok((
+                std::net::SocketAddr::new(gateway, 0),
+                AgentSource::Containers {
+                    image: images.sut.clone(),
+                    network: network.to_string(),
+                    experiment_text: exp.source.clone(),
+                    files,
+                    quick: *quick,
+                    seed: *seed,
+                },
+            ))
+        }
+        _ => Ok((a.listen, a.source.clone())),
+    }
+}
+
+/// Hands the agents their shards of `plan` and waits for them; returns
+/// goose's counts summed over the agents and what became of each.
+async fn drive_agents(
+    c: &mut crate::agent::coordinator::Coordinator,
+    exp: &Experiment,
+    v: &Variant,
+    plan: LoadPlan,
+    capacity: Capacity,
+    total_secs: usize,
+    hard_stop: Instant,
+) -> (load::LoadOutcome, Vec<run_report::AgentRecord>) {
+    let shards = crate::agent::coordinator::shard_plans(
+        &plan,
+        c.count(),
+        &v.name,
+        capacity,
+        exp.duration,
+        hard_stop,
+        total_secs,
+    );
+    let recorder = plan.journeys.recorder.clone();
+    c.release(shards.plans, recorder.clone());
+    c.finish(
+        &recorder,
+        &shards.planned,
+        hard_stop + Duration::from_secs(10),
+        &plan.stop,
+    )
+    .await
 }
 
 /// Says loudly which series the target lacks and which report figures they

@@ -222,6 +222,7 @@ async fn probe(
             out_dir: out,
             quiet: true,
             variant: Some(variant.to_string()),
+            ..RunOptions::default()
         };
         let o = runner::run(&e, &opts, stop.clone()).await?;
         let report = o

@@ -56,6 +56,7 @@ async fn short_experiment_in_containers_with_a_paused_zone() {
         out_dir: out.clone(),
         quiet: true,
         variant: None,
+        ..RunOptions::default()
     };
     let o = runner::run(&exp, &opts, Arc::new(StopSignal::default()))
         .await
@@ -105,4 +106,56 @@ async fn short_experiment_in_containers_with_a_paused_zone() {
     );
     assert!(o.analysis.all_passed, "{:?}", o.analysis.expectations);
     let _ = std::fs::remove_dir_all(out);
+}
+
+/// `--agents 2` in containers: the agents are containers of the sut image
+/// on the variant's network; together they submit the single-process run's
+/// documents (same count, same id digest) and every one is accounted for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_as_containers_submit_the_single_process_run_s_documents() {
+    let images = ContainerImages::resolve(None, None);
+    if let Err(why) = check_images(&images, true).await {
+        if required() {
+            panic!("HARNESS_REQUIRE_DOCKER=1 but: {why}");
+        }
+        println!("SKIPPED: containers environment not available: {why}");
+        return;
+    }
+    let dir =
+        std::env::temp_dir().join(format!("harness-containers-agents-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("containers-smoke.yaml");
+    std::fs::write(&file, SMALL).unwrap();
+    let exp = parse(SMALL, "containers-smoke.yaml", false).unwrap();
+    let mut integrity = Vec::new();
+    for agents in [None, Some(2)] {
+        let opts = RunOptions {
+            out_dir: dir.join("reports"),
+            quiet: true,
+            agents: agents.map(|count| runner::AgentOptions {
+                count,
+                source: harness::agent::coordinator::AgentSource::Children {
+                    experiment: file.clone(),
+                    quick: false,
+                    seed: exp.seed,
+                },
+                listen: ([127, 0, 0, 1], 0).into(),
+                join_timeout: std::time::Duration::from_secs(60),
+            }),
+            ..RunOptions::default()
+        };
+        let o = runner::run(&exp, &opts, Arc::new(StopSignal::default()))
+            .await
+            .unwrap_or_else(|e| panic!("agents {agents:?}: {e:#} (an image from before the agents lacks harness: rebuild with ci/images.sh)"));
+        let v = &o.run.variants[0];
+        assert_eq!(v.agents.len(), agents.unwrap_or(0) as usize);
+        assert!(v.lost_agents().next().is_none(), "{:?}", v.agents);
+        integrity.push(v.integrity.clone());
+    }
+    let (single, split) = (&integrity[0], &integrity[1]);
+    assert!(split.accounted(), "{split:?}");
+    assert_eq!(split.incorrect_results, 0);
+    assert_eq!(single.submitted, split.submitted);
+    assert_eq!(single.submitted_digest, split.submitted_digest);
+    let _ = std::fs::remove_dir_all(&dir);
 }

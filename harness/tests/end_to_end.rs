@@ -41,6 +41,7 @@ async fn tiny_experiment_two_variants_with_report_and_integrity() {
         out_dir: out.clone(),
         quiet: true,
         variant: None,
+        ..RunOptions::default()
     };
     let o = runner::run(&exp, &opts, Arc::new(StopSignal::default()))
         .await
@@ -294,6 +295,7 @@ async fn external_target_through_its_admin_api() {
         out_dir: out.clone(),
         quiet: true,
         variant: None,
+        ..RunOptions::default()
     };
 
     let wrong = parse(&text("{ words: 1024, rounds: 16 }"), "ext.yaml", false).unwrap();

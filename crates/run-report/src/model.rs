@@ -206,6 +206,33 @@ pub struct VariantRun {
     /// same alert history.
     #[serde(default)]
     pub alerts: Vec<AlertHistory>,
+    /// The load agents that drove this variant (empty: the load ran in the
+    /// harness's own process). A lost one makes the run degraded.
+    #[serde(default)]
+    pub agents: Vec<AgentRecord>,
+}
+
+/// One load agent of a variant: its shard of the schedule and how it ended.
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
+pub struct AgentRecord {
+    /// `agent-<shard>` (and where it ran: a pid, a pod).
+    pub name: String,
+    pub shard: u32,
+    pub of: u32,
+    /// Documents of its shard planned before the load's end.
+    pub documents: u64,
+    /// Why it was lost (died, stopped reporting for 3 s); `None`: it
+    /// reported every document's end.
+    pub lost: Option<String>,
+    /// Its documents counted as pending (agent lost).
+    pub pending_agent_lost: u64,
+}
+
+impl VariantRun {
+    /// The agents lost during this variant.
+    pub fn lost_agents(&self) -> impl Iterator<Item = &AgentRecord> {
+        self.agents.iter().filter(|a| a.lost.is_some())
+    }
 }
 
 /// One alerting rule's history over a variant, read back from Prometheus
@@ -400,6 +427,15 @@ pub struct Integrity {
     /// Up to 10 examples of incorrect results, for the report.
     #[serde(default)]
     pub incorrect_examples: Vec<String>,
+    /// Of `pending`: documents of a load agent that was lost before it
+    /// reported their end (must be 0; see `VariantRun::agents`).
+    #[serde(default)]
+    pub pending_agent_lost: u64,
+    /// Order-independent digest of the submitted document ids (a wrapping
+    /// sum of their mixed values): two runs that submitted the same ids the
+    /// same number of times have the same digest, however the load was split.
+    #[serde(default)]
+    pub submitted_digest: u64,
 }
 
 impl Integrity {

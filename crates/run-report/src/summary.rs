@@ -32,9 +32,11 @@
 //!     "waves": [{ start_s, duration_s, peak_failure_ratio, mean_failure_ratio, peak_amplification }],
 //!     "metrics": { <every non-zone name of METRICS>: f64 | null, "<zone metric>{<zone>}": f64 | null },
 //!     "integrity": { submitted, completed, given_up, pending, results_checked, incorrect_results,
-//!                    incorrect_examples, accounted: bool, ok: bool, problems: [str] },
+//!                    incorrect_examples, pending_agent_lost, submitted_digest: hex str,
+//!                    accounted: bool, ok: bool, problems: [str] },
 //!     "latency": { count, p50_ms, p90_ms, p99_ms, p999_ms, max_ms },
-//!     "interrupted": bool, "interrupted_reason": str | null, "late_arrivals": u64
+//!     "interrupted": bool, "interrupted_reason": str | null, "late_arrivals": u64,
+//!     "agents": [{ name, shard, of, documents, lost: str | null, pending_agent_lost }]
 //!   }],
 //!   "expectations": [{ variant, metric (as written, with {zone} and [window]), metric_name, zone, window,
 //!                      op, value, expected (the source text), measured: f64 | null, passed, message }],
@@ -105,6 +107,8 @@ fn variant(v: &VariantRun, a: &VariantAnalysis) -> Value {
             "results_checked": i.results_checked,
             "incorrect_results": i.incorrect_results,
             "incorrect_examples": i.incorrect_examples,
+            "pending_agent_lost": i.pending_agent_lost,
+            "submitted_digest": format!("{:016x}", i.submitted_digest),
             "accounted": i.accounted(),
             "ok": a.integrity_ok,
             "problems": a.integrity_problems,
@@ -116,6 +120,10 @@ fn variant(v: &VariantRun, a: &VariantAnalysis) -> Value {
         "interrupted": v.interrupted,
         "interrupted_reason": v.interrupted_reason,
         "late_arrivals": v.late_arrivals,
+        "agents": v.agents.iter().map(|a| json!({
+            "name": a.name, "shard": a.shard, "of": a.of, "documents": a.documents,
+            "lost": a.lost, "pending_agent_lost": a.pending_agent_lost,
+        })).collect::<Vec<_>>(),
     })
 }
 

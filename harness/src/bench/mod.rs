@@ -14,6 +14,7 @@
 //! Traffic goes to 127.0.0.1 only. External tools (wrk) are optional: a
 //! missing one is reported and its comparison skipped.
 
+mod agents;
 mod ceiling;
 mod client;
 mod hotpath;
@@ -77,7 +78,7 @@ impl Windows {
 
 /// The command: runs the steps, prints each result with its verdict.
 /// Exit 0 every target met, 1 a target missed, 2 a step failed to run.
-pub fn cli(quick: bool, only: Option<Step>) -> ExitCode {
+pub fn cli(quick: bool, only: Option<Step>, agents: Option<u32>) -> ExitCode {
     // goose would install its own Ctrl-C handler, which only stops goose users;
     // here Ctrl-C should just end the benchmark.
     let _ = ctrlc::set_handler(|| std::process::exit(130));
@@ -132,6 +133,18 @@ pub fn cli(quick: bool, only: Option<Step>) -> ExitCode {
             Ok(c) => print_ceiling(&c),
             Err(e) => error(e),
         });
+        if let Some(n) = agents {
+            section(&format!(
+                "1b. load ceiling through load agents: 1 agent, then {n} (child processes, events streamed to the coordinator), fixed-503 endpoint, {} s window",
+                w.measure.as_secs()
+            ));
+            match agents::run(&w, n) {
+                Ok(a) => print_agents(&a),
+                Err(e) => {
+                    verdicts.push(error(e));
+                }
+            }
+        }
     }
     if want(Step::Hotpath) {
         section(&format!(
@@ -259,6 +272,27 @@ fn storm_line(s: &memory::Storm, w: &Windows) -> (String, Verdict) {
         line.push_str(" (the endpoint ran in the same process and is counted in the peak)");
     }
     (line, v)
+}
+
+/// Informational (no target): agents add hosts, not speed on one host.
+fn print_agents(a: &agents::AgentCeilings) {
+    let single = a.runs.first().map_or(f64::NAN, |r| r.1);
+    for (n, rps, lost) in &a.runs {
+        println!(
+            "   {n} agent(s) {:>9} req/s combined  ({:.2}x one agent{})",
+            rate(*rps),
+            rps / single,
+            if *lost > 0 {
+                format!(", {lost} LOST")
+            } else {
+                String::new()
+            }
+        );
+    }
+    println!(
+        "   {} CPU(s) here: the agents share them, so no speed-up is expected on one host",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
 }
 
 fn print_ceiling(c: &ceiling::Ceiling) -> Verdict {

@@ -34,6 +34,7 @@ async fn run_cell(
         out_dir: sweep_dir.join(&rel),
         quiet: true,
         variant,
+        ..RunOptions::default()
     };
     let base = |variant: &str| SweepCell {
         index: c.index,

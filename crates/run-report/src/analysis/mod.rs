@@ -91,6 +91,12 @@ pub fn integrity_problems(i: &Integrity) -> Vec<String> {
             i.incorrect_results, i.results_checked
         ));
     }
+    if i.pending_agent_lost > 0 {
+        problems.push(format!(
+            "{} document(s) pending (agent lost): the load agent driving them stopped before it reported their end",
+            i.pending_agent_lost
+        ));
+    }
     if !i.accounted() {
         problems.push(format!(
             "{} submitted but {} completed + {} given up + {} pending = {}",

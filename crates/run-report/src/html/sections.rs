@@ -72,6 +72,22 @@ pub fn banners(h: &mut String, run: &RunData, analysis: &Analysis) {
             escape(v.interrupted_reason.as_deref().unwrap_or("not recorded"))
         );
     }
+    for v in &run.variants {
+        for a in v.lost_agents() {
+            let _ = writeln!(
+                h,
+                "<div class=\"banner\" id=\"agent-lost\">DEGRADED: load agent {} (shard {} of {}) of {} was lost — \
+                 {} of its {} documents count as pending (agent lost), and the run does not pass.<small>Reason: {}</small></div>",
+                escape(&a.name),
+                a.shard,
+                a.of,
+                escape(&v.name),
+                a.pending_agent_lost,
+                a.documents,
+                escape(a.lost.as_deref().unwrap_or(""))
+            );
+        }
+    }
     for v in run.variants.iter().filter(|v| !v.unmeasured.is_empty()) {
         let _ = writeln!(
             h,

@@ -11,10 +11,19 @@
 //! when and how each journey ended: a trigger's residue lasts at least until
 //! the last of them has.
 //!
+//! With load agents (`agent/`), each agent's recorder also sends every
+//! [`Event`] it records, stamped with its offset from the run's start, to
+//! the coordinator, whose recorder [`Recorder::apply`]s them in the bucket
+//! they happened in: the merged run is counted by the same code as a
+//! single-process one.
+//!
 //! Bound: one bucket per second of the run plus its drain time, a set of
 //! document ids per bucket (cleared into a count once the second is sampled),
 //! and one entry per watched document.
 
+mod events;
+
+pub use events::{Event, Tap};
 use hdrhistogram::Histogram;
 use run_report::{Integrity, LatencySummary};
 use std::collections::{BTreeMap, HashSet};
@@ -23,7 +32,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// How a document's journey ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum JourneyEnd {
     Completed,
     GaveUp,
@@ -32,7 +42,8 @@ pub enum JourneyEnd {
 }
 
 /// How one attempt ended, as the client saw it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum AttemptOutcome {
     Ok,
     /// 503.
@@ -81,6 +92,8 @@ struct State {
     overall: Histogram<u64>,
     tenants: BTreeMap<String, Histogram<u64>>,
     integrity: Integrity,
+    /// Of `integrity.pending`: documents of a lost load agent.
+    agent_lost: u64,
     in_flight: u64,
     late: u64,
     cut_off: u64,
@@ -105,6 +118,13 @@ impl State {
 pub struct Recorder {
     start: Instant,
     state: Mutex<State>,
+    tap: Option<Tap>,
+}
+
+/// A document id's share of `Integrity::submitted_digest` (mixed, so that
+/// a wrapping sum of them tells id multisets apart).
+fn id_digest(doc: u64) -> u64 {
+    crate::workload::document_id(doc, 0x1D5, 0)
 }
 
 fn histogram() -> Histogram<u64> {
@@ -140,6 +160,7 @@ impl Recorder {
                 overall: histogram(),
                 tenants: BTreeMap::new(),
                 integrity: Integrity::default(),
+                agent_lost: 0,
                 in_flight: 0,
                 late: 0,
                 cut_off: 0,
@@ -147,6 +168,7 @@ impl Recorder {
                 traffic: BTreeMap::new(),
                 watched: Default::default(),
             }),
+            tap: None,
         }
     }
 
@@ -168,6 +190,14 @@ impl Recorder {
     /// submitted before (a population's member drawn again).
     pub fn submitted(&self, doc: u64, tenant: &str) {
         let now = Instant::now();
+        self.tap(now, || Event::Submitted {
+            doc,
+            tenant: tenant.to_string(),
+        });
+        self.submitted_at(now, doc, tenant);
+    }
+
+    fn submitted_at(&self, now: Instant, doc: u64, tenant: &str) {
         self.with_bucket(now, |b, st| {
             st.traffic_of(tenant).submissions += 1;
             b.arrivals += 1;
@@ -175,17 +205,29 @@ impl Recorder {
                 b.repeats += 1;
             }
             st.integrity.submitted += 1;
+            st.integrity.submitted_digest =
+                st.integrity.submitted_digest.wrapping_add(id_digest(doc));
             st.in_flight += 1;
         });
     }
 
     /// An arrival could not be sent at its planned time (in-flight cap).
     pub fn late(&self) {
+        self.tap(Instant::now(), || Event::Late);
         self.state.lock().expect("recorder lock").late += 1;
     }
 
     pub fn attempt_sent(&self, doc: u64, tenant: &str) {
-        self.with_bucket(Instant::now(), |b, st| {
+        let now = Instant::now();
+        self.tap(now, || Event::AttemptSent {
+            doc,
+            tenant: tenant.to_string(),
+        });
+        self.attempt_sent_at(now, doc, tenant);
+    }
+
+    fn attempt_sent_at(&self, now: Instant, doc: u64, tenant: &str) {
+        self.with_bucket(now, |b, st| {
             st.traffic_of(tenant).attempts += 1;
             b.attempts += 1;
             b.distinct.insert(doc);
@@ -193,8 +235,17 @@ impl Recorder {
     }
 
     pub fn attempt_done(&self, outcome: AttemptOutcome, latency: Duration) {
+        let now = Instant::now();
+        self.tap(now, || Event::AttemptDone {
+            outcome,
+            latency_us: latency.as_micros() as u64,
+        });
+        self.attempt_done_at(now, outcome, latency);
+    }
+
+    fn attempt_done_at(&self, now: Instant, outcome: AttemptOutcome, latency: Duration) {
         let us = (latency.as_micros() as u64).max(1);
-        self.with_bucket(Instant::now(), |b, st| {
+        self.with_bucket(now, |b, st| {
             match outcome {
                 AttemptOutcome::Ok => b.ok += 1,
                 AttemptOutcome::Rejected => b.rejected += 1,
@@ -209,6 +260,7 @@ impl Recorder {
     /// An attempt was still waiting for its answer when the variant ended: it
     /// has no outcome (the client never heard one), only this count.
     pub fn attempt_cut_off(&self) {
+        self.tap(Instant::now(), || Event::AttemptCutOff);
         self.state.lock().expect("recorder lock").cut_off += 1;
     }
 
@@ -219,6 +271,12 @@ impl Recorder {
 
     /// A 200 result was checked against the reference computation.
     pub fn result_checked(&self, doc: u64, correct: bool, got: u64, expected: u64) {
+        self.tap(Instant::now(), || Event::ResultChecked {
+            doc,
+            correct,
+            got,
+            expected,
+        });
         let mut st = self.state.lock().expect("recorder lock");
         st.integrity.results_checked += 1;
         if !correct {
@@ -232,7 +290,17 @@ impl Recorder {
     }
 
     pub fn completed(&self, tenant: &str, pages: u32, end_to_end: Duration) {
-        self.with_bucket(Instant::now(), |b, st| {
+        let now = Instant::now();
+        self.tap(now, || Event::Completed {
+            tenant: tenant.to_string(),
+            pages,
+            end_to_end_us: end_to_end.as_micros() as u64,
+        });
+        self.completed_at(now, tenant, pages, end_to_end);
+    }
+
+    fn completed_at(&self, now: Instant, tenant: &str, pages: u32, end_to_end: Duration) {
+        self.with_bucket(now, |b, st| {
             b.completed += 1;
             b.pages_delivered += u64::from(pages);
             st.integrity.completed += 1;
@@ -246,7 +314,13 @@ impl Recorder {
     }
 
     pub fn given_up(&self) {
-        self.with_bucket(Instant::now(), |b, st| {
+        let now = Instant::now();
+        self.tap(now, || Event::GivenUp);
+        self.given_up_at(now);
+    }
+
+    fn given_up_at(&self, now: Instant) {
+        self.with_bucket(now, |b, st| {
             b.given_up += 1;
             st.integrity.given_up += 1;
             st.in_flight -= 1;
@@ -255,6 +329,7 @@ impl Recorder {
 
     /// The journey was cut off by the end of the variant.
     pub fn pending(&self) {
+        self.tap(Instant::now(), || Event::Pending);
         let mut st = self.state.lock().expect("recorder lock");
         st.integrity.pending += 1;
         st.in_flight -= 1;
@@ -270,7 +345,12 @@ impl Recorder {
 
     /// A journey ended (called once per document, after its outcome was counted).
     pub fn journey_ended(&self, doc: u64, how: JourneyEnd) {
-        let at = self.start.elapsed();
+        let now = Instant::now();
+        self.tap(now, || Event::JourneyEnded { doc, how });
+        self.journey_ended_at(now.saturating_duration_since(self.start), doc, how);
+    }
+
+    fn journey_ended_at(&self, at: Duration, doc: u64, how: JourneyEnd) {
         let mut st = self.state.lock().expect("recorder lock");
         if let Some(end) = st.watched.get_mut(&doc) {
             end.get_or_insert((how, at));
@@ -322,8 +402,49 @@ impl Recorder {
         self.state.lock().expect("recorder lock").in_flight
     }
 
+    /// Second `t` as [`Recorder::second`] gives it, without folding its
+    /// distinct set: with load agents a second's events may still arrive
+    /// after it was sampled, and a document attempted again after a fold
+    /// would count twice. [`Recorder::refresh`] reads it at the end.
+    pub fn peek(&self, t: usize) -> run_report::Second {
+        let distinct = {
+            let st = self.state.lock().expect("recorder lock");
+            st.buckets
+                .get(t)
+                .map(|b| b.distinct_count.unwrap_or(0) + b.distinct.len() as u64)
+        };
+        let mut s = self.second_with(t, false);
+        if let Some(d) = distinct {
+            s.distinct_documents = d;
+        }
+        s
+    }
+
+    /// Sets the client-side fields of `row` to what the recorder holds now
+    /// (every field [`Recorder::second`] fills except the sampled `in_flight`).
+    pub fn refresh(&self, row: &mut run_report::Second) {
+        let c = self.second(row.t as usize);
+        row.arrivals = c.arrivals;
+        row.repeat_submissions = c.repeat_submissions;
+        row.attempts = c.attempts;
+        row.distinct_documents = c.distinct_documents;
+        row.ok = c.ok;
+        row.rejected = c.rejected;
+        row.timeouts = c.timeouts;
+        row.errors = c.errors;
+        row.p50_ms = c.p50_ms;
+        row.p99_ms = c.p99_ms;
+        row.documents_completed = c.documents_completed;
+        row.pages_delivered = c.pages_delivered;
+        row.documents_given_up = c.documents_given_up;
+    }
+
     /// Client-side fields of second `t` (the distinct set is folded into a count).
     pub fn second(&self, t: usize) -> run_report::Second {
+        self.second_with(t, true)
+    }
+
+    fn second_with(&self, t: usize, fold: bool) -> run_report::Second {
         let mut st = self.state.lock().expect("recorder lock");
         let in_flight = st.in_flight;
         let Some(b) = st.buckets.get_mut(t) else {
@@ -336,8 +457,10 @@ impl Recorder {
             Some(c) => c + b.distinct.len() as u64,
             None => b.distinct.len() as u64,
         };
-        b.distinct_count = Some(distinct);
-        b.distinct = HashSet::new();
+        if fold {
+            b.distinct_count = Some(distinct);
+            b.distinct = HashSet::new();
+        }
         let (p50, p99) = match &b.latency {
             Some(h) if !h.is_empty() => (
                 h.value_at_quantile(0.5) as f64 / 1000.0,
@@ -382,7 +505,11 @@ impl Recorder {
     }
 
     pub fn integrity(&self) -> Integrity {
-        self.state.lock().expect("recorder lock").integrity.clone()
+        let st = self.state.lock().expect("recorder lock");
+        Integrity {
+            pending_agent_lost: st.agent_lost,
+            ..st.integrity.clone()
+        }
     }
 
     pub fn late_arrivals(&self) -> u64 {

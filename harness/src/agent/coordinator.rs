@@ -1,0 +1,561 @@
+//! The coordinator's side of the load agents: it serves the agents' HTTP
+//! API (`protocol.rs`), starts them as child processes (embedded) or waits
+//! for them to come (`--agent-listen`, e.g. the Indexed Job of `render
+//! k8s`), hands out the plan and the clock, replays every event they report
+//! into the variant's one [`Recorder`], and notices an agent that dies or
+//! falls silent.
+//!
+//! A lost agent is named in the variant's `agents`; its documents that
+//! never reported an end are counted as pending (agent lost), those it
+//! never reported submitting as submitted and pending (agent lost), so the
+//! integrity check still accounts for every planned document and fails.
+//!
+//! Children never outlive the run: they are killed when the coordinator
+//! drops them (`kill_on_drop`), when it dies (`PR_SET_PDEATHSIG`), and they
+//! stop themselves when the coordinator stops answering.
+
+use super::protocol::{self, Finished, Hello, Plan, Report};
+use crate::load::LoadOutcome;
+use crate::recorder::{Event, Recorder};
+use anyhow::Context;
+use run_report::AgentRecord;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How the agents come to be.
+#[derive(Debug, Clone)]
+pub enum AgentSource {
+    /// Child processes of this harness: `harness agent FILE ...`.
+    Children {
+        experiment: PathBuf,
+        quick: bool,
+        seed: u64,
+    },
+    /// Agents started elsewhere connect to the listening address.
+    Remote,
+    /// Containers of the sut image on the variant's Docker network (the
+    /// containers environment); they drive the gateway by its name there.
+    Containers {
+        image: String,
+        network: String,
+        experiment_text: String,
+        /// Files the experiment refers to (alert rules), as (path in the
+        /// container, contents): the agents validate the same file.
+        files: Vec<(String, Vec<u8>)>,
+        quick: bool,
+        seed: u64,
+    },
+}
+
+/// What every agent must agree with.
+#[derive(Debug, Clone)]
+pub struct Expected {
+    pub experiment_hash: String,
+    pub seed: u64,
+    pub of: u32,
+}
+
+#[derive(Default)]
+struct AgentState {
+    hello: Option<Hello>,
+    last_seen: Option<Instant>,
+    next_seq: u64,
+    done: Option<Finished>,
+    lost: Option<String>,
+    submitted: HashMap<u64, u32>,
+    ended: HashMap<u64, u32>,
+}
+
+struct State {
+    expected: Expected,
+    agents: Vec<AgentState>,
+    refused: Vec<String>,
+    plans: Option<Vec<Plan>>,
+    recorder: Option<Arc<Recorder>>,
+    stop: bool,
+}
+
+type Shared = Arc<(Mutex<State>, tokio::sync::Notify)>;
+
+/// The agents of one variant.
+pub struct Coordinator {
+    shared: Shared,
+    pub url: String,
+    server: tokio::task::JoinHandle<()>,
+    children: Vec<Option<tokio::process::Child>>,
+    /// Agent containers, removed when dropped.
+    containers: Vec<testcontainers::ContainerAsync<testcontainers::GenericImage>>,
+    /// The system's URL as the agents see it, when it differs from ours.
+    agent_base_url: Option<String>,
+}
+
+impl Drop for Coordinator {
+    fn drop(&mut self) {
+        self.server.abort();
+        // kill_on_drop: every child still running is killed here.
+    }
+}
+
+/// Every agent's plan and the ids each will submit (planned before the load's end).
+pub struct ShardPlans {
+    pub plans: Vec<Plan>,
+    pub planned: Vec<Vec<u64>>,
+}
+
+/// Splits `load` (the whole variant's plan) into `n` agents' plans.
+pub fn shard_plans(
+    load: &crate::load::LoadPlan,
+    n: u32,
+    variant: &str,
+    capacity: crate::runner::Capacity,
+    duration: Duration,
+    hard_stop: Instant,
+    seconds: usize,
+) -> ShardPlans {
+    use super::shard;
+    let start_unix_ms = {
+        let ahead = load.start.saturating_duration_since(Instant::now());
+        (std::time::SystemTime::now() + ahead)
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis() as u64
+    };
+    let shards: Vec<_> = (0..n)
+        .map(|i| shard::shard(&load.documents, i, n))
+        .collect();
+    let planned = shards
+        .iter()
+        .map(|s| shard::submitted_before(s, duration).map(|d| d.id).collect())
+        .collect();
+    let plans = shards
+        .iter()
+        .map(|s| Plan {
+            variant: variant.to_string(),
+            base_url: load.base_url.clone(),
+            capacity_docs_per_sec: capacity.docs_per_sec,
+            capacity_pages_per_sec: capacity.pages_per_sec,
+            start_unix_ms,
+            load_end_ms: load.load_end.duration_since(load.start).as_millis() as u64,
+            hard_stop_ms: hard_stop.duration_since(load.start).as_millis() as u64,
+            max_in_flight: load.max_in_flight.div_ceil(u64::from(n)).max(1),
+            seconds,
+            shard_digest: shard::digest(s),
+            shard_documents: s.len() as u64,
+        })
+        .collect();
+    ShardPlans { plans, planned }
+}
+
+/// Checks an agent's hello against what the run expects.
+pub fn check_hello(e: &Expected, h: &Hello) -> Result<(), String> {
+    if h.harness_version != protocol::harness_version() {
+        return Err(format!(
+            "agent {} runs harness {}, the coordinator {}",
+            h.shard,
+            h.harness_version,
+            protocol::harness_version()
+        ));
+    }
+    if h.experiment_hash != e.experiment_hash {
+        return Err(format!(
+            "agent {} loaded a different experiment (hash {}, the coordinator's {}): the same file and form (--quick) on both sides",
+            h.shard, h.experiment_hash, e.experiment_hash
+        ));
+    }
+    if h.seed != e.seed {
+        return Err(format!(
+            "agent {} runs seed {}, the coordinator seed {}",
+            h.shard, h.seed, e.seed
+        ));
+    }
+    if h.of != e.of || h.shard >= e.of {
+        return Err(format!(
+            "agent says shard {} of {}, the coordinator runs {} agents",
+            h.shard, h.of, e.of
+        ));
+    }
+    Ok(())
+}
+
+async fn hello(
+    axum::extract::State(shared): axum::extract::State<Shared>,
+    axum::Json(h): axum::Json<Hello>,
+) -> Result<axum::Json<Plan>, (axum::http::StatusCode, String)> {
+    let conflict = |m: String| (axum::http::StatusCode::CONFLICT, m);
+    {
+        let mut st = shared.0.lock().expect("coordinator lock");
+        if let Err(m) = check_hello(&st.expected, &h) {
+            st.refused.push(m.clone());
+            shared.1.notify_waiters();
+            return Err(conflict(m));
+        }
+        let a = &mut st.agents[h.shard as usize];
+        if a.hello.is_some() {
+            return Err(conflict(format!("shard {} has an agent already", h.shard)));
+        }
+        a.hello = Some(h.clone());
+        shared.1.notify_waiters();
+    }
+    // Held until every agent said hello and the clock is set.
+    loop {
+        let notified = shared.1.notified();
+        {
+            let st = shared.0.lock().expect("coordinator lock");
+            if let Some(plans) = &st.plans {
+                return Ok(axum::Json(plans[h.shard as usize].clone()));
+            }
+            if st.stop {
+                return Err(conflict("the run stopped before it started".into()));
+            }
+        }
+        notified.await;
+    }
+}
+
+async fn report(
+    axum::extract::State(shared): axum::extract::State<Shared>,
+    axum::Json(r): axum::Json<Report>,
+) -> Result<axum::Json<serde_json::Value>, (axum::http::StatusCode, String)> {
+    let mut st = shared.0.lock().expect("coordinator lock");
+    let stop = st.stop;
+    let Some(recorder) = st.recorder.clone() else {
+        return Err((axum::http::StatusCode::CONFLICT, "no plan yet".into()));
+    };
+    let Some(a) = st.agents.get_mut(r.shard as usize) else {
+        return Err((axum::http::StatusCode::BAD_REQUEST, "no such shard".into()));
+    };
+    if a.lost.is_some() {
+        return Err((
+            axum::http::StatusCode::GONE,
+            "this agent was declared lost; its reports are no longer counted".into(),
+        ));
+    }
+    a.last_seen = Some(Instant::now());
+    if r.seq < a.next_seq {
+        // Its answer was lost and it sent the report again: counted already.
+        return Ok(axum::Json(serde_json::json!({ "stop": stop })));
+    }
+    if r.seq > a.next_seq {
+        a.lost = Some(format!(
+            "report {} arrived after {}: reports went missing",
+            r.seq, a.next_seq
+        ));
+        shared.1.notify_waiters();
+        return Err((axum::http::StatusCode::GONE, "reports went missing".into()));
+    }
+    a.next_seq += 1;
+    for (at_us, e) in r.events {
+        match &e {
+            Event::Submitted { doc, .. } => *a.submitted.entry(*doc).or_default() += 1,
+            Event::JourneyEnded { doc, .. } => *a.ended.entry(*doc).or_default() += 1,
+            _ => {}
+        }
+        recorder.apply(Duration::from_micros(at_us), e);
+    }
+    if r.done.is_some() {
+        a.done = r.done;
+        shared.1.notify_waiters();
+    }
+    Ok(axum::Json(serde_json::json!({ "stop": stop })))
+}
+
+impl Coordinator {
+    /// Listens on `listen` and, for [`AgentSource::Children`], starts `of` agents.
+    pub async fn start(
+        listen: SocketAddr,
+        expected: Expected,
+        source: &AgentSource,
+    ) -> anyhow::Result<Coordinator> {
+        let of = expected.of;
+        let shared: Shared = Arc::new((
+            Mutex::new(State {
+                expected,
+                agents: (0..of).map(|_| AgentState::default()).collect(),
+                refused: Vec::new(),
+                plans: None,
+                recorder: None,
+                stop: false,
+            }),
+            tokio::sync::Notify::new(),
+        ));
+        let app = axum::Router::new()
+            .route(protocol::HELLO_PATH, axum::routing::post(hello))
+            .route(protocol::REPORT_PATH, axum::routing::post(report))
+            .with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("binding the agents' address {listen}"))?;
+        let addr = listener.local_addr()?;
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        let url = format!("http://{addr}");
+        let mut children = Vec::new();
+        if let AgentSource::Children {
+            experiment,
+            quick,
+            seed,
+        } = source
+        {
+            let exe = std::env::current_exe().context("finding the harness executable")?;
+            for shard in 0..of {
+                let mut c = tokio::process::Command::new(&exe);
+                c.arg("agent")
+                    .arg(experiment)
+                    .args(["--coordinator", &url])
+                    .args(["--shard", &shard.to_string(), "--of", &of.to_string()])
+                    .args(["--seed", &seed.to_string()])
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .kill_on_drop(true);
+                if *quick {
+                    c.arg("--quick");
+                }
+                // SAFETY: prctl and getppid are async-signal-safe; nothing
+                // else runs between fork and exec.
+                unsafe {
+                    c.pre_exec(|| {
+                        // Killed with the coordinator, even by SIGKILL.
+                        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0
+                            || libc::getppid() == 1
+                        {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                        Ok(())
+                    });
+                }
+                children.push(Some(c.spawn().context("starting a load agent")?));
+            }
+        }
+        let mut containers = Vec::new();
+        let mut agent_base_url = None;
+        if let AgentSource::Containers {
+            image,
+            network,
+            experiment_text,
+            files,
+            quick,
+            seed,
+        } = source
+        {
+            for shard in 0..of {
+                let mut args = vec![
+                    "--coordinator".to_string(),
+                    url.clone(),
+                    "--shard".into(),
+                    shard.to_string(),
+                    "--of".into(),
+                    of.to_string(),
+                    "--seed".into(),
+                    seed.to_string(),
+                ];
+                if *quick {
+                    args.push("--quick".into());
+                }
+                containers.push(
+                    crate::containers::start_agent(
+                        image,
+                        network,
+                        experiment_text,
+                        files,
+                        args,
+                        shard,
+                    )
+                    .await?,
+                );
+            }
+            agent_base_url = Some(crate::containers::gateway_url_inside(network));
+        }
+        Ok(Coordinator {
+            shared,
+            url,
+            server,
+            children,
+            containers,
+            agent_base_url,
+        })
+    }
+
+    /// How many agents share the load.
+    pub fn count(&self) -> u32 {
+        self.shared.0.lock().expect("coordinator lock").expected.of
+    }
+
+    /// Waits until every agent said hello; refused agents, children that
+    /// died and the timeout are errors.
+    pub async fn wait_for_agents(&mut self, timeout: Duration) -> anyhow::Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let notified = self.shared.1.notified();
+            {
+                let st = self.shared.0.lock().expect("coordinator lock");
+                if let Some(m) = st.refused.first() {
+                    anyhow::bail!("an agent was refused at the handshake: {m}");
+                }
+                if st.agents.iter().all(|a| a.hello.is_some()) {
+                    return Ok(());
+                }
+            }
+            for (shard, c) in self.children.iter_mut().enumerate() {
+                if let Some(Ok(Some(status))) = c.as_mut().map(|c| c.try_wait()) {
+                    anyhow::bail!("load agent {shard} exited before its handshake ({status})");
+                }
+            }
+            if Instant::now() >= deadline {
+                let st = self.shared.0.lock().expect("coordinator lock");
+                let missing: Vec<String> = st
+                    .agents
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, a)| a.hello.is_none())
+                    .map(|(i, _)| i.to_string())
+                    .collect();
+                anyhow::bail!(
+                    "no handshake from agent(s) {} within {timeout:?} on {}",
+                    missing.join(", "),
+                    self.url
+                );
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(200), notified).await;
+        }
+    }
+
+    /// Hands every agent its plan (and so the clock); from now on their
+    /// events go into `recorder`.
+    pub fn release(&self, mut plans: Vec<Plan>, recorder: Arc<Recorder>) {
+        if let Some(url) = &self.agent_base_url {
+            for p in &mut plans {
+                p.base_url = url.clone();
+            }
+        }
+        let mut st = self.shared.0.lock().expect("coordinator lock");
+        let now = Instant::now();
+        for a in &mut st.agents {
+            a.last_seen = Some(now);
+        }
+        st.recorder = Some(recorder);
+        st.plans = Some(plans);
+        self.shared.1.notify_waiters();
+    }
+
+    /// Waits for every agent to finish or be lost (bounded by `limit`:
+    /// the hard stop plus a margin); then settles lost agents' documents.
+    /// `planned[i]`: shard i's documents planned before the load's end.
+    pub async fn finish(
+        &mut self,
+        recorder: &Recorder,
+        planned: &[Vec<u64>],
+        limit: Instant,
+        stop: &crate::interrupt::StopSignal,
+    ) -> (LoadOutcome, Vec<AgentRecord>) {
+        let silence = Duration::from_millis(protocol::SILENCE_LIMIT_MS);
+        loop {
+            let notified = self.shared.1.notified();
+            let now = Instant::now();
+            let exits: Vec<(usize, String)> = self
+                .children
+                .iter_mut()
+                .enumerate()
+                .filter_map(|(i, c)| match c.as_mut()?.try_wait() {
+                    Ok(Some(status)) => Some((i, status.to_string())),
+                    _ => None,
+                })
+                .collect();
+            {
+                let mut st = self.shared.0.lock().expect("coordinator lock");
+                st.stop = stop.is_set();
+                for (i, status) in exits {
+                    self.children[i] = None;
+                    let a = &mut st.agents[i];
+                    if a.done.is_none() && a.lost.is_none() {
+                        a.lost = Some(format!(
+                            "the agent process exited ({status}) before it finished"
+                        ));
+                    }
+                }
+                for a in st
+                    .agents
+                    .iter_mut()
+                    .filter(|a| a.done.is_none() && a.lost.is_none())
+                {
+                    if a.last_seen
+                        .is_some_and(|t| now.duration_since(t) >= silence)
+                    {
+                        a.lost = Some(format!("stopped reporting for {} s", silence.as_secs()));
+                    } else if now >= limit {
+                        a.lost = Some("did not finish by the variant's hard stop".into());
+                    }
+                }
+                if st
+                    .agents
+                    .iter()
+                    .all(|a| a.done.is_some() || a.lost.is_some())
+                {
+                    st.stop = true;
+                    break;
+                }
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(200), notified).await;
+        }
+        {
+            // A lost agent that is still running (silent, stuck) goes now.
+            let st = self.shared.0.lock().expect("coordinator lock");
+            for (i, a) in st.agents.iter().enumerate() {
+                if let (Some(_), Some(Some(c))) = (&a.lost, self.children.get_mut(i)) {
+                    let _ = c.start_kill();
+                }
+            }
+        }
+        for c in self.containers.drain(..) {
+            let _ = c.rm().await;
+        }
+        let st = self.shared.0.lock().expect("coordinator lock");
+        let mut out = LoadOutcome::default();
+        let mut records = Vec::new();
+        for (i, a) in st.agents.iter().enumerate() {
+            if let Some(d) = &a.done {
+                out.goose_requests += d.goose_requests;
+                out.goose_failures += d.goose_failures;
+                out.journeys += d.journeys;
+            }
+            let mut lost_docs = 0;
+            if a.lost.is_some() {
+                let mut expected: HashMap<u64, u32> = HashMap::new();
+                for id in &planned[i] {
+                    *expected.entry(*id).or_default() += 1;
+                }
+                for (id, n) in &expected {
+                    let sub = a.submitted.get(id).copied().unwrap_or(0);
+                    let end = a.ended.get(id).copied().unwrap_or(0);
+                    for _ in end..sub {
+                        recorder.pending_agent_lost();
+                        lost_docs += 1;
+                    }
+                    for _ in sub..*n {
+                        recorder.unreported_agent_lost(*id);
+                        lost_docs += 1;
+                    }
+                }
+            }
+            records.push(AgentRecord {
+                name: format!(
+                    "agent-{i} ({})",
+                    a.hello
+                        .as_ref()
+                        .map(|h| h.whereabouts.as_str())
+                        .unwrap_or("never connected")
+                ),
+                shard: i as u32,
+                of: st.expected.of,
+                documents: planned[i].len() as u64,
+                lost: a.lost.clone(),
+                pending_agent_lost: lost_docs,
+            });
+        }
+        (out, records)
+    }
+}

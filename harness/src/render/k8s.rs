@@ -1,0 +1,593 @@
+//! `harness render k8s`: the experiment as Kubernetes manifests.
+//!
+//! The same split as the containers environment (ARCHITECTURE.md, "Roles:
+//! one process or several"), one set per variant because variants differ in
+//! the system's configuration: a pool Deployment + Service per zone
+//! (`sut --role pool`), the gateway Deployment + Service (`sut --role
+//! gateway --pool ZONE=URL ...`), Redis when the cache is Redis; then the
+//! coordinator (the `harness` run of that variant, `--deployed` at the
+//! gateway's Service, waiting for agents on `--agent-listen`) as a Job with a
+//! Service, and the load agents as an Indexed Job whose
+//! `JOB_COMPLETION_INDEX` is the shard. NetworkPolicies deny everything in
+//! the namespace except traffic between its own pods (and DNS), one allow
+//! policy per pod group so a zone outage can be *deleting its pool's policy*
+//! (see `readme.rs`).
+//!
+//! Nothing here talks to a cluster: the output is files, checked offline
+//! against a pinned Kubernetes schema by `kubernetes-validate`.
+
+use super::objects::*;
+use crate::experiment::Experiment;
+use std::collections::BTreeMap;
+use sut::config::CacheBackend;
+
+/// The port every sut process listens on in its pod (as in containers.rs).
+pub(crate) const SUT_PORT: u16 = 8080;
+pub(crate) const REDIS_PORT: u16 = 6379;
+/// Where a coordinator waits for its agents.
+pub(crate) const COORDINATOR_PORT: u16 = 7070;
+const CONFIG_DIR: &str = "/etc/harness";
+
+/// What to render.
+#[derive(Debug, Clone)]
+pub struct K8sOptions {
+    pub namespace: String,
+    pub agents: u32,
+    /// The image with `sut` and `harness` (ci/images.sh builds it locally;
+    /// push it to a registry the cluster pulls from).
+    pub image: String,
+    pub redis_image: String,
+    /// Render the experiment's quick form (passes `--quick` to the coordinator).
+    pub quick: bool,
+}
+
+/// One manifest file: its name in the output folder and its documents.
+pub struct Manifest {
+    pub file: String,
+    pub documents: Vec<serde_json::Value>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error("{what} {name:?} is not a valid Kubernetes name (lowercase letters, digits and '-', starting and ending with a letter or digit, at most {max} characters{extra})")]
+    BadName {
+        what: &'static str,
+        name: String,
+        max: usize,
+        extra: &'static str,
+    },
+    #[error("--agents must be between 1 and 1000, not {0}")]
+    Agents(u32),
+    #[error("{0}")]
+    Environment(String),
+    #[error("serializing a manifest: {0}")]
+    Serialize(#[from] serde_json::Error),
+}
+
+/// A DNS-1123 label (names of namespaces, services, and the variant/zone
+/// parts of object names).
+pub(crate) fn check_name(what: &'static str, name: &str, max: usize) -> Result<(), RenderError> {
+    let ok = !name.is_empty()
+        && name.len() <= max
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(RenderError::BadName {
+            what,
+            name: name.to_string(),
+            max,
+            extra: if max < 63 {
+                ", so that the object names built from it stay within 63"
+            } else {
+                ""
+            },
+        })
+    }
+}
+
+pub(crate) fn labels(pairs: &[(&str, &str)]) -> Labels {
+    let mut l: Labels = pairs
+        .iter()
+        .map(|(k, v)| (format!("overload-harness/{k}"), v.to_string()))
+        .collect();
+    l.insert(
+        "app.kubernetes.io/part-of".into(),
+        "overload-harness".into(),
+    );
+    l
+}
+
+pub(crate) fn meta(name: &str, ns: &str, labels: Labels) -> ObjectMeta {
+    ObjectMeta {
+        name: name.to_string(),
+        namespace: Some(ns.to_string()),
+        labels,
+    }
+}
+
+pub(crate) fn obj<T: serde::Serialize>(
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: ObjectMeta,
+    body: T,
+) -> Result<serde_json::Value, RenderError> {
+    Ok(serde_json::to_value(Object {
+        api_version,
+        kind,
+        metadata,
+        body,
+    })?)
+}
+
+fn requests(cpu: &str, memory: &str) -> Resources {
+    Resources {
+        requests: [("cpu", cpu.to_string()), ("memory", memory.to_string())]
+            .into_iter()
+            .collect(),
+    }
+}
+
+fn port(name: &str, p: u16) -> ContainerPort {
+    ContainerPort {
+        name: name.into(),
+        container_port: p,
+        protocol: "TCP",
+    }
+}
+
+fn config_volume() -> (Volume, VolumeMount) {
+    (
+        Volume {
+            name: "harness-config".into(),
+            config_map: Some(ConfigMapVolume {
+                name: "harness-config".into(),
+            }),
+            empty_dir: None,
+        },
+        VolumeMount {
+            name: "harness-config".into(),
+            mount_path: CONFIG_DIR.into(),
+            read_only: true,
+        },
+    )
+}
+
+/// A Deployment of one replica and the Service in front of it.
+fn deployment_and_service(
+    ns: &str,
+    name: &str,
+    labels: Labels,
+    container: Container,
+    volumes: Vec<Volume>,
+    service_port: (&str, u16),
+) -> Result<Vec<serde_json::Value>, RenderError> {
+    let deployment = obj(
+        "apps/v1",
+        "Deployment",
+        meta(name, ns, labels.clone()),
+        Spec {
+            spec: DeploymentSpec {
+                replicas: 1,
+                selector: LabelSelector {
+                    match_labels: labels.clone(),
+                },
+                template: PodTemplate {
+                    metadata: TemplateMeta {
+                        labels: labels.clone(),
+                    },
+                    spec: PodSpec {
+                        containers: vec![container],
+                        restart_policy: None,
+                        volumes,
+                        automount_service_account_token: false,
+                    },
+                },
+            },
+        },
+    )?;
+    let service = obj(
+        "v1",
+        "Service",
+        meta(name, ns, labels.clone()),
+        Spec {
+            spec: ServiceSpec {
+                selector: labels,
+                ports: vec![ServicePort {
+                    name: service_port.0.into(),
+                    port: service_port.1,
+                    target_port: service_port.1,
+                    protocol: "TCP",
+                }],
+            },
+        },
+    )?;
+    Ok(vec![deployment, service])
+}
+
+pub(crate) fn needs_redis(s: &sut::SystemConfig) -> bool {
+    matches!(&s.cache.backend, CacheBackend::Redis(r) if r.url.is_none())
+}
+
+/// Every manifest of the experiment, in the order `kubectl apply` should see them.
+pub fn render(exp: &Experiment, o: &K8sOptions) -> Result<Vec<Manifest>, RenderError> {
+    check_name("the namespace", &o.namespace, 63)?;
+    if !(1..=1000).contains(&o.agents) {
+        return Err(RenderError::Agents(o.agents));
+    }
+    if let crate::experiment::Environment::External { .. } = exp.environment {
+        return Err(RenderError::Environment(format!(
+            "{} drives an external target; only an embedded or containers experiment (whose system the harness starts) can be rendered",
+            exp.name
+        )));
+    }
+    if exp.alerts.is_some() {
+        return Err(RenderError::Environment(format!(
+            "{} evaluates alert rules on a Prometheus (`alerts:`), which the image does not carry and these manifests do not deploy; render a copy without `alerts:` (its expectations on alerts removed)",
+            exp.name
+        )));
+    }
+    let ns = o.namespace.as_str();
+    for v in &exp.variants {
+        // "<variant>-coordinator" and "<variant>-allow-coordinator" must fit in 63.
+        check_name("a variant name", &v.name, 40)?;
+        for z in &v.system.zones {
+            check_name("a zone name", z, 20)?;
+        }
+    }
+    let mut out = vec![Manifest {
+        file: "00-namespace.yaml".into(),
+        documents: vec![obj(
+            "v1",
+            "Namespace",
+            ObjectMeta {
+                name: ns.into(),
+                namespace: None,
+                labels: labels(&[]),
+            },
+            Empty {},
+        )?],
+    }];
+
+    // One ConfigMap: the experiment file and each variant's system configuration.
+    let mut data = BTreeMap::new();
+    data.insert("experiment.yaml".to_string(), exp.source.clone());
+    for v in &exp.variants {
+        let mut system = v.system.clone();
+        if let CacheBackend::Redis(r) = &mut system.cache.backend {
+            if r.url.is_none() {
+                r.url = Some(format!("redis://{}-redis:{REDIS_PORT}", v.name));
+            }
+        }
+        data.insert(
+            format!("system-{}.json", v.name),
+            serde_json::to_string_pretty(&system)?,
+        );
+    }
+    out.push(Manifest {
+        file: "01-config.yaml".into(),
+        documents: vec![obj(
+            "v1",
+            "ConfigMap",
+            meta("harness-config", ns, labels(&[])),
+            ConfigMapBody { data },
+        )?],
+    });
+
+    for v in &exp.variants {
+        out.push(Manifest {
+            file: format!("10-{}-system.yaml", v.name),
+            documents: system_objects(ns, v, o)?,
+        });
+        out.push(Manifest {
+            file: format!("20-{}-run.yaml", v.name),
+            documents: run_objects(exp, ns, &v.name, o)?,
+        });
+    }
+    out.push(Manifest {
+        file: "30-network-policies.yaml".into(),
+        documents: super::policies::network_policies(exp, ns)?,
+    });
+    Ok(out)
+}
+
+fn system_objects(
+    ns: &str,
+    v: &crate::experiment::Variant,
+    o: &K8sOptions,
+) -> Result<Vec<serde_json::Value>, RenderError> {
+    let n = &v.name;
+    let config = format!("{CONFIG_DIR}/system-{n}.json");
+    let listen = format!("0.0.0.0:{SUT_PORT}");
+    let sut = |name: String, args: Vec<String>| {
+        let (_, mount) = config_volume();
+        Container {
+            name,
+            image: o.image.clone(),
+            image_pull_policy: "IfNotPresent",
+            command: vec!["/usr/local/bin/sut".into()],
+            args,
+            env: vec![EnvVar {
+                name: "XDG_RUNTIME_DIR".into(),
+                value: "/tmp".into(),
+            }],
+            ports: vec![port("http", SUT_PORT)],
+            volume_mounts: vec![mount],
+            readiness_probe: Some(Probe {
+                http_get: HttpGet {
+                    path: "/healthz".into(),
+                    port: SUT_PORT,
+                },
+                period_seconds: 2,
+            }),
+            resources: requests("1", "512Mi"),
+        }
+    };
+    let mut docs = Vec::new();
+    if let CacheBackend::Redis(r) = &v.system.cache.backend {
+        if r.url.is_none() {
+            let maxmemory = format!("{}", (r.maxmemory_mb * 1024.0 * 1024.0) as u64);
+            let redis = Container {
+                name: "redis".into(),
+                image: o.redis_image.clone(),
+                image_pull_policy: "IfNotPresent",
+                command: Vec::new(),
+                args: [
+                    "--port",
+                    &REDIS_PORT.to_string(),
+                    "--protected-mode",
+                    "no",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--maxmemory",
+                    &maxmemory,
+                    "--maxmemory-policy",
+                    r.policy.as_redis(),
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+                env: Vec::new(),
+                ports: vec![port("redis", REDIS_PORT)],
+                volume_mounts: Vec::new(),
+                readiness_probe: None,
+                resources: requests("250m", "256Mi"),
+            };
+            docs.extend(deployment_and_service(
+                ns,
+                &format!("{n}-redis"),
+                labels(&[("variant", n), ("role", "redis")]),
+                redis,
+                Vec::new(),
+                ("redis", REDIS_PORT),
+            )?);
+        }
+    }
+    let mut pools = Vec::new();
+    for z in &v.system.zones {
+        let name = format!("{n}-pool-{z}");
+        let args = [
+            "--config",
+            &config,
+            "--role",
+            "pool",
+            "--zone",
+            z,
+            "--listen",
+            &listen,
+            "--admin-from-any-peer",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        docs.extend(deployment_and_service(
+            ns,
+            &name,
+            labels(&[("variant", n), ("role", "pool"), ("zone", z)]),
+            sut("pool".into(), args),
+            vec![config_volume().0],
+            ("http", SUT_PORT),
+        )?);
+        pools.push("--pool".to_string());
+        pools.push(format!("{z}=http://{name}:{SUT_PORT}"));
+    }
+    let mut args: Vec<String> = [
+        "--config",
+        &config,
+        "--role",
+        "gateway",
+        "--listen",
+        &listen,
+        "--admin-from-any-peer",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(pools);
+    docs.extend(deployment_and_service(
+        ns,
+        &format!("{n}-gateway"),
+        labels(&[("variant", n), ("role", "gateway")]),
+        sut("gateway".into(), args),
+        vec![config_volume().0],
+        ("http", SUT_PORT),
+    )?);
+    Ok(docs)
+}
+
+/// The coordinator's command line (also quoted in the README).
+pub(crate) fn coordinator_args(exp: &Experiment, variant: &str, o: &K8sOptions) -> Vec<String> {
+    let mut a: Vec<String> = vec![
+        format!("{CONFIG_DIR}/experiment.yaml"),
+        "--variant".into(),
+        variant.into(),
+        "--deployed".into(),
+        format!("http://{variant}-gateway:{SUT_PORT}"),
+        "--allow-remote".into(),
+        "--agents".into(),
+        o.agents.to_string(),
+        "--agent-listen".into(),
+        format!("0.0.0.0:{COORDINATOR_PORT}"),
+        "--seed".into(),
+        exp.seed.to_string(),
+        "--out".into(),
+        "/reports".into(),
+        "--quiet".into(),
+        "--json".into(),
+    ];
+    if o.quick {
+        a.push("--quick".into());
+    }
+    a
+}
+
+/// The agents' command line; the shard comes from `JOB_COMPLETION_INDEX`.
+/// They read the same file as the coordinator (the handshake checks it).
+pub(crate) fn agent_args(exp: &Experiment, variant: &str, o: &K8sOptions) -> Vec<String> {
+    let mut a: Vec<String> = vec![
+        "agent".into(),
+        format!("{CONFIG_DIR}/experiment.yaml"),
+        "--coordinator".into(),
+        format!("http://{variant}-coordinator:{COORDINATOR_PORT}"),
+        "--of".into(),
+        o.agents.to_string(),
+        "--seed".into(),
+        exp.seed.to_string(),
+    ];
+    if o.quick {
+        a.push("--quick".into());
+    }
+    a
+}
+
+fn run_objects(
+    exp: &Experiment,
+    ns: &str,
+    n: &str,
+    o: &K8sOptions,
+) -> Result<Vec<serde_json::Value>, RenderError> {
+    // The run's bound, with room for calibration, agents joining and the drain.
+    let deadline = exp.duration.as_secs() + 600;
+    let coordinator_labels = labels(&[("variant", n), ("role", "coordinator")]);
+    let (config, mount) = config_volume();
+    let reports = Volume {
+        name: "reports".into(),
+        config_map: None,
+        empty_dir: Some(Empty {}),
+    };
+    let coordinator = Container {
+        name: "coordinator".into(),
+        image: o.image.clone(),
+        image_pull_policy: "IfNotPresent",
+        command: vec!["/usr/local/bin/harness".into()],
+        args: coordinator_args(exp, n, o),
+        env: vec![EnvVar {
+            name: "XDG_RUNTIME_DIR".into(),
+            value: "/tmp".into(),
+        }],
+        ports: vec![port("agents", COORDINATOR_PORT)],
+        volume_mounts: vec![
+            mount,
+            VolumeMount {
+                name: "reports".into(),
+                mount_path: "/reports".into(),
+                read_only: false,
+            },
+        ],
+        readiness_probe: None,
+        resources: requests("1", "1Gi"),
+    };
+    let job = |name: String,
+               labels: Labels,
+               container: Container,
+               volumes: Vec<Volume>,
+               indexed: Option<u32>| {
+        obj(
+            "batch/v1",
+            "Job",
+            meta(&name, ns, labels.clone()),
+            Spec {
+                spec: JobSpec {
+                    completion_mode: indexed.map(|_| "Indexed"),
+                    completions: indexed.unwrap_or(1),
+                    parallelism: indexed.unwrap_or(1),
+                    backoff_limit: 0,
+                    active_deadline_seconds: deadline,
+                    template: PodTemplate {
+                        metadata: TemplateMeta { labels },
+                        spec: PodSpec {
+                            containers: vec![container],
+                            restart_policy: Some("Never"),
+                            volumes,
+                            automount_service_account_token: false,
+                        },
+                    },
+                },
+            },
+        )
+    };
+    let mut docs = vec![
+        job(
+            format!("{n}-coordinator"),
+            coordinator_labels.clone(),
+            coordinator,
+            vec![config, reports],
+            None,
+        )?,
+        obj(
+            "v1",
+            "Service",
+            meta(&format!("{n}-coordinator"), ns, coordinator_labels.clone()),
+            Spec {
+                spec: ServiceSpec {
+                    selector: coordinator_labels,
+                    ports: vec![ServicePort {
+                        name: "agents".into(),
+                        port: COORDINATOR_PORT,
+                        target_port: COORDINATOR_PORT,
+                        protocol: "TCP",
+                    }],
+                },
+            },
+        )?,
+    ];
+    let agent = Container {
+        name: "agent".into(),
+        image: o.image.clone(),
+        image_pull_policy: "IfNotPresent",
+        command: vec!["/usr/local/bin/harness".into()],
+        args: agent_args(exp, n, o),
+        env: Vec::new(),
+        ports: Vec::new(),
+        volume_mounts: vec![config_volume().1],
+        readiness_probe: None,
+        resources: requests("1", "512Mi"),
+    };
+    docs.push(job(
+        format!("{n}-agents"),
+        labels(&[("variant", n), ("role", "agent")]),
+        agent,
+        vec![config_volume().0],
+        Some(o.agents),
+    )?);
+    Ok(docs)
+}
+
+/// A manifest as YAML: its documents separated by `---`.
+pub fn to_yaml(m: &Manifest) -> Result<String, String> {
+    let mut s = String::new();
+    for d in &m.documents {
+        s.push_str("---\n");
+        s.push_str(&serde_saphyr::to_string(d).map_err(|e| format!("{}: {e}", m.file))?);
+        if !s.ends_with('\n') {
+            s.push('\n');
+        }
+    }
+    Ok(s)
+}

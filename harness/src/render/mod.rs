@@ -1,0 +1,70 @@
+//! `harness render`: the experiment written out for an existing engine to
+//! run, instead of run here. Today one target: Kubernetes (`k8s.rs` builds
+//! the typed objects of `objects.rs`, `readme.rs` the steps beside them).
+
+pub mod k8s;
+mod objects;
+mod policies;
+mod readme;
+
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Subcommand)]
+pub enum RenderCommand {
+    /// Kubernetes manifests: namespace, the system per variant (pools,
+    /// gateway, Redis), the coordinator Job + Service, the agents as an
+    /// Indexed Job, NetworkPolicies, and a README with the kubectl steps.
+    K8s(K8sArgs),
+}
+
+#[derive(clap::Args)]
+pub struct K8sArgs {
+    /// The experiment file (YAML).
+    pub experiment: PathBuf,
+    /// Load agents per variant (the Indexed Job's completions).
+    #[arg(long, default_value_t = 1)]
+    pub agents: u32,
+    #[arg(long, default_value = "overload-harness")]
+    pub namespace: String,
+    /// Output folder (created; existing manifests in it are replaced).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Render the experiment's quick form.
+    #[arg(long)]
+    pub quick: bool,
+    /// The image holding `sut` and `harness` (ci/images.sh builds it as
+    /// overload-harness/sut:local; push it under a name the cluster pulls).
+    #[arg(long, default_value = crate::containers::DEFAULT_SUT_IMAGE)]
+    pub image: String,
+    #[arg(long, default_value = crate::containers::DEFAULT_REDIS_IMAGE)]
+    pub redis_image: String,
+}
+
+/// Renders and writes every file; returns the paths written.
+pub fn k8s_to_dir(args: &K8sArgs) -> Result<Vec<PathBuf>, String> {
+    let exp = crate::experiment::load(&args.experiment, args.quick).map_err(|e| e.to_string())?;
+    let opts = k8s::K8sOptions {
+        namespace: args.namespace.clone(),
+        agents: args.agents,
+        image: args.image.clone(),
+        redis_image: args.redis_image.clone(),
+        quick: args.quick,
+    };
+    let manifests = k8s::render(&exp, &opts).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| format!("creating {}: {e}", args.out.display()))?;
+    let mut written = Vec::new();
+    for m in &manifests {
+        let path = args.out.join(&m.file);
+        write(&path, &k8s::to_yaml(m)?)?;
+        written.push(path);
+    }
+    let path = args.out.join("README.md");
+    write(&path, &readme::readme(&exp, &opts, &manifests))?;
+    written.push(path);
+    Ok(written)
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+}
