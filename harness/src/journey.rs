@@ -146,6 +146,9 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> Jour
         if Instant::now() >= ctx.hard_stop || ctx.stop.is_set() {
             return JourneyEnd::Pending;
         }
+        if attempt == 1 {
+            ctx.recorder.first_sent(planned.elapsed());
+        }
         ctx.recorder.attempt_sent(doc.id, &doc.tenant);
         let Some(outcome) = until_end(ctx, send(ctx, doc)).await else {
             // Sent (it may or may not have reached the system) but never

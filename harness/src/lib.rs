@@ -14,6 +14,8 @@ pub mod bench;
 pub mod budget;
 pub mod client_metrics;
 pub mod containers;
+pub mod cost;
+pub mod cpu;
 pub mod environment;
 pub mod experiment;
 pub mod interrupt;

@@ -316,7 +316,9 @@ async fn drive_variant(
             seed: exp.seed,
         },
     };
-    let load_result = load::drive(plan).await;
+    let meter = crate::cost::CostMeter::start(target);
+    let (load_result, harness_cost) = drive_on_own_runtime(plan, meter).await;
+    crate::cost::warn(&v.name, &harness_cost);
     let _ = done_tx.send(true);
     timeline_task.abort();
     let (seconds, last) = sampler.await.context("sampler task")?;
@@ -379,7 +381,35 @@ async fn drive_variant(
         system_totals: totals,
         unmeasured,
         alerts,
+        harness_cost: Some(harness_cost),
     })
+}
+
+/// Drives the load on a runtime of its own, whose threads are named
+/// (`cpu::LOAD_THREADS`) so the harness-cost panel can tell the load path's
+/// CPU from the rest of the harness and from an embedded system under test.
+/// The cost is read before that runtime stops, while its threads still exist.
+async fn drive_on_own_runtime(
+    plan: LoadPlan,
+    meter: crate::cost::CostMeter,
+) -> (anyhow::Result<load::LoadOutcome>, run_report::HarnessCost) {
+    let recorder = plan.journeys.recorder.clone();
+    let rt = match crate::cpu::named_runtime(crate::cpu::LOAD_THREADS) {
+        Ok(rt) => rt,
+        Err(e) => {
+            let cost = meter.finish(&recorder);
+            return (Err(e).context("starting the load's runtime"), cost);
+        }
+    };
+    let result = rt.spawn(load::drive(plan)).await;
+    let cost = meter.finish(&recorder);
+    // Every journey ended inside `drive`; nothing is left to wait for.
+    rt.shutdown_background();
+    let result = match result {
+        Ok(r) => r,
+        Err(e) => Err(anyhow::anyhow!("the load task: {e}")),
+    };
+    (result, cost)
 }
 
 /// Says loudly which series the target lacks and which report figures they

@@ -206,6 +206,10 @@ pub struct VariantRun {
     /// same alert history.
     #[serde(default)]
     pub alerts: Vec<AlertHistory>,
+    /// What the harness itself cost over the variant (CPU, late arrivals,
+    /// schedule lag); `None` in runs recorded before it was measured.
+    #[serde(default)]
+    pub harness_cost: Option<crate::cost::HarnessCost>,
 }
 
 /// One alerting rule's history over a variant, read back from Prometheus
