@@ -18,6 +18,7 @@ pub mod cost;
 pub mod cpu;
 pub mod environment;
 pub mod experiment;
+pub mod http;
 pub mod interrupt;
 pub mod journey;
 pub mod load;
