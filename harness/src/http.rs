@@ -241,20 +241,21 @@ impl HttpClient {
 
     /// Opens a connection that holds `slot` for as long as it lives.
     async fn connect(&self, slot: OwnedSemaphorePermit) -> Result<Conn, ()> {
-        let failed = |slot: OwnedSemaphorePermit| {
+        let failed = |slot: OwnedSemaphorePermit| -> Result<Conn, ()> {
             // The slot first, so the caller woken can take it.
             drop(slot);
             self.freed.notify_one();
+            Err(())
         };
         let stream = match tokio::net::TcpStream::connect(&self.authority).await {
             Ok(s) => s,
-            Err(_) => return Err(failed(slot)),
+            Err(_) => return failed(slot),
         };
         let _ = stream.set_nodelay(true);
         let (sender, conn) = match hyper::client::conn::http1::handshake(TokioIo::new(stream)).await
         {
             Ok(c) => c,
-            Err(_) => return Err(failed(slot)),
+            Err(_) => return failed(slot),
         };
         self.opened.fetch_add(1, Ordering::Relaxed);
         let freed = self.freed.clone();
