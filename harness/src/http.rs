@@ -10,12 +10,9 @@
 //! - the target is parsed once (`http://host:port`); requests carry a path,
 //!   and bodies are `Bytes` serialised once per document by the caller;
 //! - at most `max_connections` connections exist at a time: each
-//!   connection holds a slot until it is dropped, and a request
+//!   connection's task holds a slot until the connection ends, and a request
 //!   that finds no idle connection and no free slot waits for one (inside
 //!   its timeout);
-//! - hyper's dispatcher is driven inside the attempt's own task, not
-//!   spawned: an attempt wakes one task instead of two (cross-thread
-//!   wake-ups were a tenth of the load path's CPU);
 //! - every answer's body is read to its end before the connection goes back
 //!   to the pool (an unread error body would cost a new connection per
 //!   attempt in a retry storm);
@@ -32,11 +29,8 @@ use hyper::client::conn::http1::SendRequest;
 use hyper::header::{HeaderValue, CONTENT_TYPE, HOST, LOCATION, RETRY_AFTER};
 use hyper::{Method, Request, Uri};
 use hyper_util::rt::TokioIo;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
 use std::time::Duration;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
@@ -81,6 +75,8 @@ pub struct Answer {
     pub location: Option<String>,
     pub body: Result<Bytes, BodyError>,
 }
+
+type Conn = SendRequest<Full<Bytes>>;
 
 /// A bounded pool of HTTP/1.1 connections to one `http://host:port`.
 pub struct HttpClient {
@@ -153,7 +149,7 @@ impl HttpClient {
                 .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
         let head = tokio::time::timeout_at(deadline, self.send(req)).await;
-        let (resp, mut conn) = match head {
+        let (resp, conn) = match head {
             Err(_) => return Err(NoAnswer::Timeout),
             Ok(Err(())) => return Err(NoAnswer::Transport),
             Ok(Ok(r)) => r,
@@ -169,10 +165,10 @@ impl HttpClient {
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
         let read = Limited::new(resp.into_body(), MAX_BODY).collect();
-        let body = match tokio::time::timeout_at(deadline, drive(&mut conn.conn, read)).await {
+        let body = match tokio::time::timeout_at(deadline, read).await {
             Err(_) => Err(BodyError::Timeout),
-            Ok(Err(())) | Ok(Ok(Err(_))) => Err(BodyError::Broken),
-            Ok(Ok(Ok(b))) => {
+            Ok(Err(_)) => Err(BodyError::Broken),
+            Ok(Ok(b)) => {
                 // Read to its end: the connection can serve the next request.
                 self.put_back(conn);
                 Ok(b.to_bytes())
@@ -196,10 +192,9 @@ impl HttpClient {
         let mut fresh_tries = 0;
         loop {
             let (mut conn, fresh) = self.checkout().await?;
-            let sent = conn.sender.try_send_request(req);
-            match drive(&mut conn.conn, sent).await {
-                Ok(Ok(resp)) => return Ok((resp, conn)),
-                Ok(Err(mut e)) => match e.take_message() {
+            match conn.try_send_request(req).await {
+                Ok(resp) => return Ok((resp, conn)),
+                Err(mut e) => match e.take_message() {
                     // Never written: the connection had closed under us.
                     Some(back) if !fresh || fresh_tries == 0 => {
                         if fresh {
@@ -209,8 +204,6 @@ impl HttpClient {
                     }
                     _ => return Err(()),
                 },
-                // The connection ended with the request in it.
-                Err(()) => return Err(()),
             }
         }
     }
@@ -223,10 +216,7 @@ impl HttpClient {
             tokio::pin!(freed);
             freed.as_mut().enable();
             while let Some(mut c) = self.pop_idle() {
-                // Polling the connection reads what the server sent while it
-                // was idle (a close, say) and lets the dispatcher take a request.
-                let Conn { sender, conn, .. } = &mut c;
-                if let Ok(Ok(())) = drive(conn, sender.ready()).await {
+                if c.ready().await.is_ok() {
                     return Ok((c, false));
                 }
             }
@@ -242,7 +232,7 @@ impl HttpClient {
     }
 
     fn put_back(&self, conn: Conn) {
-        if conn.sender.is_closed() {
+        if conn.is_closed() {
             return;
         }
         self.idle.lock().expect("idle connections lock").push(conn);
@@ -268,53 +258,13 @@ impl HttpClient {
             Err(_) => return failed(slot),
         };
         self.opened.fetch_add(1, Ordering::Relaxed);
-        Ok(Conn {
-            sender,
-            conn,
-            slot: Some(slot),
-            freed: self.freed.clone(),
-        })
-    }
-}
-
-/// One connection: the request side and hyper's dispatcher, which is driven
-/// in the attempt's own task (not spawned), so an attempt wakes one task,
-/// not two. It holds its slot until dropped.
-struct Conn {
-    sender: SendRequest<Full<Bytes>>,
-    conn: Dispatcher,
-    slot: Option<OwnedSemaphorePermit>,
-    freed: Arc<Notify>,
-}
-
-type Dispatcher =
-    hyper::client::conn::http1::Connection<TokioIo<tokio::net::TcpStream>, Full<Bytes>>;
-
-/// Runs `work` while driving the connection's dispatcher; `Err` when the
-/// connection ended first and the work cannot finish.
-async fn drive<F: Future>(conn: &mut Dispatcher, work: F) -> Result<F::Output, ()> {
-    let mut work = std::pin::pin!(work);
-    std::future::poll_fn(|cx| {
-        if let Poll::Ready(v) = work.as_mut().poll(cx) {
-            return Poll::Ready(Ok(v));
-        }
-        match Pin::new(&mut *conn).poll(cx) {
-            Poll::Pending => Poll::Pending,
-            // Ended: what the dispatcher answered is there now, or never.
-            Poll::Ready(_) => Poll::Ready(match work.as_mut().poll(cx) {
-                Poll::Ready(v) => Ok(v),
-                Poll::Pending => Err(()),
-            }),
-        }
-    })
-    .await
-}
-
-impl Drop for Conn {
-    fn drop(&mut self) {
-        // The slot first, so the caller woken can take it.
-        drop(self.slot.take());
-        self.freed.notify_one();
+        let freed = self.freed.clone();
+        tokio::spawn(async move {
+            let _ = conn.await;
+            drop(slot);
+            freed.notify_one();
+        });
+        Ok(sender)
     }
 }
 
