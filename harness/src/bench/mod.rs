@@ -5,11 +5,16 @@
 //! target printed PASS / MISS beside it (see BENCHMARKS.md for method and
 //! latest numbers):
 //!
-//! 1. [`ceiling`]: the harness's load path vs wrk on a trivial endpoint (>= 0.5).
+//! 1. [`ceiling`]: the harness's load path vs wrk on a trivial endpoint (>= 0.6),
+//!    its CPU per attempt (<= 25 µs) and the connections it opened
+//!    (<= max_in_flight + 5 %).
 //! 2. [`hotpath`]: a cache-hit `POST /v1/extract` vs the axum floor (>= 0.5).
 //! 3. [`pages`]: wgpu vs CPU page executor pages/s (no target; informs capacity).
 //! 4. [`memory`]: peak RSS through a 200k-attempt retry storm (< 300 MB), in a
 //!    fresh process so earlier steps do not inflate it.
+//! 5. [`openloop`]: a constant rate above the ceiling: every arrival still
+//!    sent, lateness counted, latency from the planned time, the cost warning.
+//! 6. [`instructions`]: instructions per attempt under callgrind (full run only).
 //!
 //! Traffic goes to 127.0.0.1 only. External tools (wrk) are optional: a
 //! missing one is reported and its comparison skipped.
