@@ -15,9 +15,11 @@
 //! attempt's latency runs from the submission to the answer; the caller cuts
 //! it off at the variant's end like any attempt.
 
-use crate::journey::{answer, drain, post, retry_after, transport, Attempt, JourneyContext};
+use crate::journey::{answer, post, transport, Attempt, JourneyContext};
 use crate::recorder::AttemptOutcome;
 use crate::workload::Document;
+use bytes::Bytes;
+use hyper::{Method, Uri};
 use retry_policy::Failure;
 use std::time::Duration;
 
@@ -25,55 +27,45 @@ use std::time::Duration;
 pub(crate) async fn attempt(
     ctx: &JourneyContext,
     doc: &Document,
+    body: &Bytes,
     poll_interval: Duration,
     honour_retry_after: bool,
 ) -> (Attempt, Option<u16>) {
-    let jobs_url = format!("{}{}", ctx.base_url, sut::JOBS_PATH);
-    let accepted = match post(ctx, &jobs_url, doc).await {
+    let accepted = match post(ctx, &ctx.jobs_path, body, doc).await {
         Ok(r) => r,
         Err(failed) => return (failed, None),
     };
-    if accepted.status().as_u16() != 202 {
+    if accepted.status != 202 {
         // Refused at submission: the same answer a synchronous client reads.
-        return answer(accepted).await;
+        return answer(accepted);
     }
-    let location = accepted
-        .headers()
-        .get(reqwest::header::LOCATION)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    drain(accepted).await;
-    let Some(location) = location.filter(|l| l.starts_with('/')) else {
+    let Some(location) = accepted.location.filter(|l| l.starts_with('/')) else {
         // A 202 without a job to ask about cannot complete: a broken answer.
         return (
             Attempt::Failed(AttemptOutcome::Error, Failure::Error),
             Some(202),
         );
     };
-    let job_url = format!("{}{location}", ctx.base_url);
+    let Ok(job) = location.parse::<Uri>() else {
+        // Not a path a request can carry: nothing was sent.
+        return (Attempt::Failed(AttemptOutcome::Error, Failure::Error), None);
+    };
     let mut wait = poll_interval;
     loop {
         tokio::time::sleep(wait).await;
         let resp = match transport(
-            ctx.client
-                .get(&job_url)
-                .timeout(ctx.timeout_for(doc))
-                .send()
+            ctx.http
+                .request(Method::GET, job.clone(), None, ctx.timeout_for(doc))
                 .await,
         ) {
             Ok(r) => r,
             Err(failed) => return (failed, None),
         };
-        if resp.status().as_u16() != 202 {
+        if resp.status != 202 {
             // 200, or the synchronous path's failure; 404 (expired) is an error.
-            return answer(resp).await;
+            return answer(resp);
         }
-        wait = next_wait(
-            poll_interval,
-            honour_retry_after,
-            retry_after(resp.headers()),
-        );
-        drain(resp).await;
+        wait = next_wait(poll_interval, honour_retry_after, resp.retry_after);
     }
 }
 

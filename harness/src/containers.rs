@@ -145,6 +145,23 @@ pub struct ContainerSet {
 }
 
 impl ContainerSet {
+    /// `(label, full id)` of every container of the variant, for its CPU account.
+    pub fn ids(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = self
+            .zones
+            .zones
+            .iter()
+            .map(|(z, c)| (format!("container pool {z}"), c.id().to_string()))
+            .collect();
+        if let Some(g) = &self.gateway {
+            out.push(("container gateway".into(), g.id().to_string()));
+        }
+        if let Some(r) = &self.redis {
+            out.push(("container redis".into(), r.id().to_string()));
+        }
+        out
+    }
+
     /// Stops the gateway first (it holds connections to the pools), then the rest.
     pub async fn stop(mut self) {
         if let Some(g) = self.gateway.take() {

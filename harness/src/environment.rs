@@ -24,10 +24,42 @@ pub struct Target {
     redis: Option<sut::RedisServer>,
     /// The variant's containers, removed with the target.
     containers: Option<crate::containers::ContainerSet>,
+    /// The embedded system's own runtime (threads named `sut`), shut down
+    /// with the target.
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        // Dropping a runtime inside async code panics; its tasks (a system
+        // left running by an error path) are cancelled in the background.
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
 }
 
 impl Target {
     /// The zones' containers, for real zone outages (containers environment).
+    /// `(label, full id)` of the variant's containers (none outside the
+    /// containers environment), for the harness-cost panel.
+    pub fn container_ids(&self) -> Vec<(String, String)> {
+        self.containers
+            .as_ref()
+            .map(|c| c.ids())
+            .unwrap_or_default()
+    }
+
+    /// Whether this process started a redis-server for the system under test.
+    pub fn runs_redis_child(&self) -> bool {
+        self.redis.is_some()
+    }
+
+    /// Whether the system under test runs in this process (its threads can be measured).
+    pub fn in_process(&self) -> bool {
+        self.runtime.is_some()
+    }
+
     pub fn zone_containers(&self) -> Option<Arc<crate::containers::ZoneContainers>> {
         self.containers.as_ref().map(|c| c.zones.clone())
     }
@@ -130,17 +162,28 @@ pub async fn start(
                 }
                 _ => None,
             };
-            let system = System::start_with_executor(config, executor)
+            // Its own runtime, with named threads, so the harness-cost panel
+            // can tell its CPU from the harness's (cpu.rs).
+            let runtime = crate::cpu::named_runtime(crate::cpu::SUT_THREADS)
+                .context("starting the system under test's runtime")?;
+            let name = v.name.clone();
+            let (addr, tx, server) = runtime
+                .spawn(async move {
+                    let system = System::start_with_executor(config, executor)
+                        .await
+                        .with_context(|| format!("starting the system under test for {name}"))?;
+                    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                        .await
+                        .context("binding a loopback port")?;
+                    let addr = listener.local_addr()?;
+                    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+                    let server = tokio::spawn(sut::server::run(listener, system, async {
+                        let _ = rx.await;
+                    }));
+                    anyhow::Ok((addr, tx, server))
+                })
                 .await
-                .with_context(|| format!("starting the system under test for {}", v.name))?;
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                .await
-                .context("binding a loopback port")?;
-            let addr = listener.local_addr()?;
-            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-            let server = tokio::spawn(sut::server::run(listener, system, async {
-                let _ = rx.await;
-            }));
+                .context("the system under test's start task")??;
             Ok(Target {
                 base_url: format!("http://{addr}"),
                 admin_token: Some(v.system.admin_token.clone()),
@@ -148,6 +191,7 @@ pub async fn start(
                 server: Some(server),
                 redis,
                 containers: None,
+                runtime: Some(runtime),
             })
         }
         (Environment::Containers { images }, _) => {
@@ -162,6 +206,7 @@ pub async fn start(
                 server: None,
                 redis: None,
                 containers: Some(set),
+                runtime: None,
             })
         }
         (Environment::External { url, admin_token }, _) => {
@@ -173,6 +218,7 @@ pub async fn start(
                 server: None,
                 redis: None,
                 containers: None,
+                runtime: None,
             })
         }
         (Environment::Embedded, None) => {
@@ -193,6 +239,7 @@ pub async fn deployed(url: &str, system: &sut::SystemConfig) -> anyhow::Result<T
         server: None,
         redis: None,
         containers: None,
+        runtime: None,
     })
 }
 

@@ -9,8 +9,11 @@
 //! recorder as cut off, so goose's request count covers every attempt sent.
 
 use crate::experiment::Submission;
+use crate::http::{Answer, BodyError, HttpClient, NoAnswer};
 use crate::recorder::{AttemptOutcome, JourneyEnd, Recorder};
 use crate::workload::Document;
+use bytes::Bytes;
+use hyper::{Method, Uri};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use retry_policy::{Decision, Failure, RetryPolicy};
@@ -19,7 +22,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use sut::config::PageConfig;
 use sut::ExtractResponse;
-use sut::RETRY_AFTER_MS;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -33,10 +35,11 @@ pub struct AttemptReport {
 
 /// What every journey of a variant shares.
 pub struct JourneyContext {
-    pub client: reqwest::Client,
-    pub extract_url: String,
-    /// `http://host:port`, for the job URLs the system hands out.
-    pub base_url: String,
+    /// The load path's HTTP/1.1 client, bounded by the in-flight cap.
+    pub http: HttpClient,
+    /// The request paths, parsed once.
+    pub(crate) extract_path: Uri,
+    pub(crate) jobs_path: Uri,
     pub recorder: Arc<Recorder>,
     /// How the clients behave (per tenant where a tenant's differ).
     pub clients: crate::experiment::ClientBehaviour,
@@ -49,22 +52,23 @@ pub struct JourneyContext {
     /// Cuts every journey off early (Ctrl-C, dead system under test).
     pub stop: Arc<crate::interrupt::StopSignal>,
     /// One retry policy (its state and budget) per client: a document
-    /// belongs to client `id % clients_per_tenant` of its tenant.
-    policies: Mutex<HashMap<(String, u32), Arc<RetryPolicy>>>,
+    /// belongs to client `id % clients_per_tenant` of its tenant. Keyed by
+    /// tenant, then client, so a lookup borrows the tenant's name instead of
+    /// allocating a key.
+    policies: Mutex<HashMap<String, HashMap<u32, Arc<RetryPolicy>>>>,
 }
 
 impl JourneyContext {
     pub fn new(
-        client: reqwest::Client,
-        base_url: &str,
+        http: HttpClient,
         settings: &crate::load::JourneySettings,
         reports: mpsc::UnboundedSender<AttemptReport>,
         stop: Arc<crate::interrupt::StopSignal>,
     ) -> Self {
         JourneyContext {
-            client,
-            extract_url: format!("{base_url}/v1/extract"),
-            base_url: base_url.to_string(),
+            http,
+            extract_path: Uri::from_static(sut::EXTRACT_PATH),
+            jobs_path: Uri::from_static(sut::JOBS_PATH),
             recorder: settings.recorder.clone(),
             clients: settings.clients.clone(),
             hard_stop: settings.hard_stop,
@@ -82,15 +86,20 @@ impl JourneyContext {
         // Validated >= 1; the max keeps a hand-built context from dividing by 0.
         let per_tenant = u64::from(self.clients.clients_per_tenant.max(1));
         let client = (doc.id % per_tenant) as u32;
-        self.policies
-            .lock()
-            .expect("policies lock")
-            .entry((doc.tenant.clone(), client))
-            .or_insert_with(|| {
-                let (retry, _) = self.clients.for_tenant(&doc.tenant);
-                Arc::new(RetryPolicy::new(retry.clone()))
-            })
-            .clone()
+        let mut policies = self.policies.lock().expect("policies lock");
+        if let Some(p) = policies
+            .get(doc.tenant.as_str())
+            .and_then(|c| c.get(&client))
+        {
+            return p.clone();
+        }
+        let (retry, _) = self.clients.for_tenant(&doc.tenant);
+        let p = Arc::new(RetryPolicy::new(retry.clone()));
+        policies
+            .entry(doc.tenant.clone())
+            .or_default()
+            .insert(client, p.clone());
+        p
     }
 
     /// The client timeout of one attempt (one request) of `doc`.
@@ -140,14 +149,19 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> Jour
         ctx.recorder.given_up();
         return JourneyEnd::GaveUp;
     }
+    // Prepared once per document: every attempt sends the same bytes.
+    let body = request_body(doc);
     let mut attempt = 1u32;
     let mut measured_from = planned;
     loop {
         if Instant::now() >= ctx.hard_stop || ctx.stop.is_set() {
             return JourneyEnd::Pending;
         }
+        if attempt == 1 {
+            ctx.recorder.first_sent(planned.elapsed());
+        }
         ctx.recorder.attempt_sent(doc.id, &doc.tenant);
-        let Some(outcome) = until_end(ctx, send(ctx, doc)).await else {
+        let Some(outcome) = until_end(ctx, send(ctx, doc, &body)).await else {
             // Sent (it may or may not have reached the system) but never
             // answered before the end: goose hears of it as a failed request,
             // so its count still covers every attempt that left.
@@ -198,116 +212,83 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> Jour
     }
 }
 
-/// One attempt, by the client's submission mode.
-async fn send(ctx: &JourneyContext, doc: &Document) -> (Attempt, Option<u16>) {
-    match ctx.clients.submission {
-        Submission::Sync => match post(ctx, &ctx.extract_url, doc).await {
-            Ok(resp) => answer(resp).await,
-            Err(failed) => (failed, None),
-        },
-        Submission::Async {
-            poll_interval,
-            honour_retry_after,
-        } => crate::async_client::attempt(ctx, doc, poll_interval, honour_retry_after).await,
-    }
-}
-
-/// `POST`s the document to `url`; a failure to get any answer is the attempt's end.
-pub(crate) async fn post(
-    ctx: &JourneyContext,
-    url: &str,
-    doc: &Document,
-) -> Result<reqwest::Response, Attempt> {
+/// The document's request body, serialised once for all its attempts.
+fn request_body(doc: &Document) -> Bytes {
     let body = sut::ExtractRequest {
         tenant: doc.tenant.clone(),
         document: doc.id,
         pages: doc.pages,
     };
-    let resp = ctx
-        .client
-        .post(url)
-        .json(&body)
-        .timeout(ctx.timeout_for(doc))
-        .send()
-        .await;
-    transport(resp)
+    Bytes::from(serde_json::to_vec(&body).expect("a request serialises"))
+}
+
+/// One attempt, by the client's submission mode.
+async fn send(ctx: &JourneyContext, doc: &Document, body: &Bytes) -> (Attempt, Option<u16>) {
+    match ctx.clients.submission {
+        Submission::Sync => match post(ctx, &ctx.extract_path, body, doc).await {
+            Ok(resp) => answer(resp),
+            Err(failed) => (failed, None),
+        },
+        Submission::Async {
+            poll_interval,
+            honour_retry_after,
+        } => crate::async_client::attempt(ctx, doc, body, poll_interval, honour_retry_after).await,
+    }
+}
+
+/// `POST`s the document's prepared body to `path`; a failure to get any
+/// answer is the attempt's end. The answer's body is always read to its end
+/// (so its connection is reused), within the attempt's timeout.
+pub(crate) async fn post(
+    ctx: &JourneyContext,
+    path: &Uri,
+    body: &Bytes,
+    doc: &Document,
+) -> Result<Answer, Attempt> {
+    transport(
+        ctx.http
+            .request(
+                Method::POST,
+                path.clone(),
+                Some(body.clone()),
+                ctx.timeout_for(doc),
+            )
+            .await,
+    )
 }
 
 /// A request that got no answer: timed out or failed in transport.
-pub(crate) fn transport(
-    resp: reqwest::Result<reqwest::Response>,
-) -> Result<reqwest::Response, Attempt> {
+pub(crate) fn transport(resp: Result<Answer, NoAnswer>) -> Result<Answer, Attempt> {
     match resp {
         Ok(r) => Ok(r),
-        Err(e) if e.is_timeout() => Err(Attempt::Failed(AttemptOutcome::Timeout, Failure::Timeout)),
-        Err(_) => Err(Attempt::Failed(AttemptOutcome::Error, Failure::Error)),
+        Err(NoAnswer::Timeout) => Err(Attempt::Failed(AttemptOutcome::Timeout, Failure::Timeout)),
+        Err(NoAnswer::Transport) => Err(Attempt::Failed(AttemptOutcome::Error, Failure::Error)),
     }
-}
-
-/// The Retry-After of an answer: the system's millisecond header, else the
-/// standard one in seconds.
-pub(crate) fn retry_after(h: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let ms = h
-        .get(RETRY_AFTER_MS)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
-        .map(Duration::from_millis);
-    let secs = h
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
-        .map(Duration::from_secs);
-    ms.or(secs)
 }
 
 /// What a final answer (the synchronous path's) means for the attempt.
-pub(crate) async fn answer(resp: reqwest::Response) -> (Attempt, Option<u16>) {
-    let status = resp.status().as_u16();
+pub(crate) fn answer(resp: Answer) -> (Attempt, Option<u16>) {
+    let status = resp.status;
+    let failed = |kind, failure| (Attempt::Failed(kind, failure), Some(status));
     match status {
-        200 => match resp.json::<ExtractResponse>().await {
-            Ok(r) => (Attempt::Ok(r), Some(status)),
-            Err(e) if e.is_timeout() => (
-                Attempt::Failed(AttemptOutcome::Timeout, Failure::Timeout),
-                Some(status),
-            ),
-            Err(_) => (
-                Attempt::Failed(AttemptOutcome::Error, Failure::Error),
-                Some(status),
-            ),
+        200 => match resp.body {
+            Ok(b) => match serde_json::from_slice::<ExtractResponse>(&b) {
+                Ok(r) => (Attempt::Ok(r), Some(status)),
+                Err(_) => failed(AttemptOutcome::Error, Failure::Error),
+            },
+            Err(BodyError::Timeout) => failed(AttemptOutcome::Timeout, Failure::Timeout),
+            Err(BodyError::Broken) => failed(AttemptOutcome::Error, Failure::Error),
         },
-        503 => {
-            let retry_after = retry_after(resp.headers());
-            drain(resp).await;
-            (
-                Attempt::Failed(
-                    AttemptOutcome::Rejected,
-                    Failure::Overloaded { retry_after },
-                ),
-                Some(status),
-            )
-        }
-        504 => {
-            drain(resp).await;
-            (
-                Attempt::Failed(AttemptOutcome::Timeout, Failure::Timeout),
-                Some(status),
-            )
-        }
-        _ => {
-            drain(resp).await;
-            (
-                Attempt::Failed(AttemptOutcome::Error, Failure::Error),
-                Some(status),
-            )
-        }
+        // The error bodies were read (or failed to be) by the client already.
+        503 => failed(
+            AttemptOutcome::Rejected,
+            Failure::Overloaded {
+                retry_after: resp.retry_after,
+            },
+        ),
+        504 => failed(AttemptOutcome::Timeout, Failure::Timeout),
+        _ => failed(AttemptOutcome::Error, Failure::Error),
     }
-}
-
-/// Reads an error answer's (small) body so its connection goes back to the
-/// pool: an unread body makes the client open a new connection per attempt,
-/// which in a retry storm costs the load generator more than the requests.
-pub(crate) async fn drain(resp: reqwest::Response) {
-    let _ = resp.bytes().await;
 }
 
 /// Checks a returned result against the reference page function.
@@ -357,8 +338,7 @@ mod tests {
         };
         let (tx, _rx) = mpsc::unbounded_channel();
         JourneyContext::new(
-            reqwest::Client::new(),
-            "http://127.0.0.1:9",
+            HttpClient::new("http://127.0.0.1:9", 4).unwrap(),
             &settings,
             tx,
             Arc::new(crate::interrupt::StopSignal::default()),
@@ -383,7 +363,8 @@ mod tests {
         assert!(!Arc::ptr_eq(&a, &ctx.policy(&doc(4, "t1"))));
         // The same client index of another tenant is another client.
         assert!(!Arc::ptr_eq(&a, &ctx.policy(&doc(3, "t2"))));
-        assert_eq!(ctx.policies.lock().unwrap().len(), 3);
+        let clients: usize = ctx.policies.lock().unwrap().values().map(|c| c.len()).sum();
+        assert_eq!(clients, 3);
         // One client per tenant, as before a population of clients.
         let one = context(1);
         assert!(Arc::ptr_eq(

@@ -3,8 +3,9 @@
 //! goose 0.19 is closed-loop (a user waits for each response) and its
 //! throttle would cap retries too, so it cannot produce an open-loop arrival
 //! rate by itself. Here one goose user runs an arrival scheduler: at each
-//! planned arrival it spawns the document's journey on the user's HTTP
-//! client, and reports every attempt back to goose
+//! planned arrival it spawns the document's journey on the load path's own
+//! HTTP/1.1 client (`http.rs`; goose's reqwest client is not used for
+//! attempts, it cost five times more per request), and reports every attempt back to goose
 //! (`record_custom_request_duration`) while the harness's own recorder keeps
 //! the per-second series. If the in-flight cap is reached the arrival waits,
 //! and the lateness is counted, never dropped silently.
@@ -37,7 +38,7 @@ pub struct LoadPlan {
     pub max_in_flight: u64,
     /// Set when the run must stop early (Ctrl-C, dead system under test).
     pub stop: Arc<StopSignal>,
-    /// What every journey shares (goose supplies the HTTP client).
+    /// What every journey shares.
     pub journeys: JourneySettings,
 }
 
@@ -61,23 +62,31 @@ pub struct LoadOutcome {
     pub goose_requests: u64,
     pub goose_failures: u64,
     pub journeys: u64,
+    /// Connections the load path's HTTP client opened (at most `max_in_flight`).
+    pub connections: u64,
 }
 
 /// Drives the plan to its end with goose, and returns goose's counts.
 pub async fn drive(plan: LoadPlan) -> anyhow::Result<LoadOutcome> {
     let base_url = plan.base_url.clone();
-    let plan = Arc::new(Mutex::new(Some(plan)));
+    // One connection per journey in flight at most (each has one attempt out).
+    let http = crate::http::HttpClient::new(&base_url, plan.max_in_flight as usize)?;
+    let plan = Arc::new(Mutex::new(Some((plan, http))));
     let journeys = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let connections = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let transaction = {
         let plan = plan.clone();
         let journeys = journeys.clone();
+        let connections = connections.clone();
         Transaction::new(Arc::new(move |user: &mut GooseUser| {
             let plan = plan.lock().expect("plan lock").take();
             let journeys = journeys.clone();
+            let connections = connections.clone();
             Box::pin(async move {
-                if let Some(plan) = plan {
-                    let n = scheduler(user, plan).await?;
+                if let Some((plan, http)) = plan {
+                    let (n, c) = scheduler(user, plan, http).await?;
                     journeys.store(n, Ordering::Relaxed);
+                    connections.store(c, Ordering::Relaxed);
                 }
                 Ok(())
             })
@@ -103,6 +112,7 @@ pub async fn drive(plan: LoadPlan) -> anyhow::Result<LoadOutcome> {
     drop(quiet);
     let mut out = LoadOutcome {
         journeys: journeys.load(Ordering::Relaxed),
+        connections: connections.load(Ordering::Relaxed),
         ..Default::default()
     };
     for agg in metrics.requests.values() {
@@ -112,12 +122,16 @@ pub async fn drive(plan: LoadPlan) -> anyhow::Result<LoadOutcome> {
     Ok(out)
 }
 
-/// The arrival scheduler, inside goose's single user.
-async fn scheduler(user: &mut GooseUser, plan: LoadPlan) -> Result<u64, Box<TransactionError>> {
+/// The arrival scheduler, inside goose's single user: journeys spawned and
+/// connections opened.
+async fn scheduler(
+    user: &mut GooseUser,
+    plan: LoadPlan,
+    http: crate::http::HttpClient,
+) -> Result<(u64, u64), Box<TransactionError>> {
     let (tx, mut rx) = mpsc::unbounded_channel::<AttemptReport>();
     let ctx = Arc::new(JourneyContext::new(
-        user.client.clone(),
-        &plan.base_url,
+        http,
         &plan.journeys,
         tx,
         plan.stop.clone(),
@@ -158,11 +172,12 @@ async fn scheduler(user: &mut GooseUser, plan: LoadPlan) -> Result<u64, Box<Tran
             Some(r) = rx.recv() => record(user, r).await,
         }
     }
+    let connections = ctx.http.connections_opened();
     drop(ctx);
     while let Ok(r) = rx.try_recv() {
         record(user, r).await;
     }
-    Ok(spawned)
+    Ok((spawned, connections))
 }
 
 async fn record(user: &mut GooseUser, r: AttemptReport) {

@@ -364,14 +364,24 @@ async fn drive_variant(
             seed: exp.seed,
         },
     };
-    let (load_result, agents) = match coordinator.as_mut() {
-        None => (load::drive(plan).await, Vec::new()),
+    let meter = crate::cost::CostMeter::start(target);
+    let (load_result, agents, harness_cost) = match coordinator.as_mut() {
+        None => {
+            let (result, cost) = drive_on_own_runtime(plan, meter).await;
+            (result, Vec::new(), cost)
+        }
         Some(c) => {
             let (outcome, agents) =
                 drive_agents(c, exp, v, plan, capacity, total_secs, hard_stop).await;
-            (Ok(outcome), agents)
+            let mut cost = meter.finish(&recorder);
+            cost.not_measured.push(format!(
+                "the load path's CPU: the load ran in {} agent process(es) of their own",
+                agents.len()
+            ));
+            (Ok(outcome), agents, cost)
         }
     };
+    crate::cost::warn(&v.name, &harness_cost);
     drop(coordinator);
     let _ = done_tx.send(true);
     timeline_task.abort();
@@ -441,6 +451,7 @@ async fn drive_variant(
         unmeasured,
         alerts,
         agents,
+        harness_cost: Some(harness_cost),
     })
 }
 
@@ -534,6 +545,33 @@ async fn drive_agents(
         &plan.stop,
     )
     .await
+}
+
+/// Drives the load on a runtime of its own, whose threads are named
+/// (`cpu::LOAD_THREADS`) so the harness-cost panel can tell the load path's
+/// CPU from the rest of the harness and from an embedded system under test.
+/// The cost is read before that runtime stops, while its threads still exist.
+async fn drive_on_own_runtime(
+    plan: LoadPlan,
+    meter: crate::cost::CostMeter,
+) -> (anyhow::Result<load::LoadOutcome>, run_report::HarnessCost) {
+    let recorder = plan.journeys.recorder.clone();
+    let rt = match crate::cpu::named_runtime(crate::cpu::LOAD_THREADS) {
+        Ok(rt) => rt,
+        Err(e) => {
+            let cost = meter.finish(&recorder);
+            return (Err(e).context("starting the load's runtime"), cost);
+        }
+    };
+    let result = rt.spawn(load::drive(plan)).await;
+    let cost = meter.finish(&recorder);
+    // Every journey ended inside `drive`; nothing is left to wait for.
+    rt.shutdown_background();
+    let result = match result {
+        Ok(r) => r,
+        Err(e) => Err(anyhow::anyhow!("the load task: {e}")),
+    };
+    (result, cost)
 }
 
 /// Says loudly which series the target lacks and which report figures they

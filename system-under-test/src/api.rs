@@ -146,5 +146,8 @@ pub struct JobPending {
     pub status: String,
 }
 
+/// Where synchronous submission lives: `POST` an [`ExtractRequest`] here.
+pub const EXTRACT_PATH: &str = "/v1/extract";
+
 /// Where asynchronous submission lives: `POST` here, `GET` here + `/{id}`.
 pub const JOBS_PATH: &str = "/v1/jobs";

@@ -41,7 +41,7 @@ pub(crate) mod zone_pool;
 pub use admin::{AdminCommand, AdminError, DocumentRef, WorkInProgress, WorkQuery, WORK_PATH};
 pub use api::{
     ErrorBody, ExtractRequest, ExtractResponse, JobAccepted, JobPending, RejectReason, Reply,
-    ResultSource, JOBS_PATH,
+    ResultSource, EXTRACT_PATH, JOBS_PATH,
 };
 pub use config::SystemConfig;
 // The text exposition writer, also used by the harness's own client-side /metrics.

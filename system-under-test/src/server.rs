@@ -11,7 +11,7 @@
 use crate::admin::{AdminCommand, AdminError, WorkQuery, WORK_PATH};
 use crate::api::{
     ErrorBody, ExtractRequest, ExtractResponse, JobAccepted, JobPending, RejectReason, Reply,
-    JOBS_PATH,
+    EXTRACT_PATH, JOBS_PATH,
 };
 use crate::jobs::JobView;
 use crate::retry_after::RETRY_AFTER_MS;
@@ -31,7 +31,7 @@ use tokio::net::TcpListener;
 pub fn router(system: Arc<System>) -> Router {
     let limit = system.config.max_concurrent_requests;
     Router::new()
-        .route("/v1/extract", post(extract))
+        .route(EXTRACT_PATH, post(extract))
         .route("/v1/pool/extract", post(pool_extract))
         .route(JOBS_PATH, post(submit_job))
         .route(&format!("{JOBS_PATH}/{{id}}"), get(read_job))

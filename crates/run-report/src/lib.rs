@@ -17,6 +17,7 @@
 pub mod ablation;
 mod analysis;
 mod charts;
+mod cost;
 mod csv;
 mod error;
 mod format;
@@ -41,6 +42,7 @@ pub use charts::{
     latency_chart_png, latency_chart_size, latency_chart_svg, render_charts, wave_chart_png,
     wave_chart_size, wave_chart_svg, Charts,
 };
+pub use cost::{CostRole, CpuUse, HarnessCost, LAG_P99_LIMIT_MS, MACHINE_SHARE_LIMIT};
 pub use csv::timeseries_csv;
 pub use error::ReportError;
 pub use html::{data_uri, page, render_html};

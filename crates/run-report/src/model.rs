@@ -210,6 +210,10 @@ pub struct VariantRun {
     /// harness's own process). A lost one makes the run degraded.
     #[serde(default)]
     pub agents: Vec<AgentRecord>,
+    /// What the harness itself cost over the variant (CPU, late arrivals,
+    /// schedule lag); `None` in runs recorded before it was measured.
+    #[serde(default)]
+    pub harness_cost: Option<crate::cost::HarnessCost>,
 }
 
 /// One load agent of a variant: its shard of the schedule and how it ended.

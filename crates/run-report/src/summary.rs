@@ -37,6 +37,11 @@
 //!     "latency": { count, p50_ms, p90_ms, p99_ms, p999_ms, max_ms },
 //!     "interrupted": bool, "interrupted_reason": str | null, "late_arrivals": u64,
 //!     "agents": [{ name, shard, of, documents, lost: str | null, pending_agent_lost }]
+//!     "harness_cost": null | { wall_s, cpus, method, cpu: [{ name, role: "load_path" | "harness"
+//!                     | "system_under_test" | "unattributed", cpu_s }], not_measured: [str],
+//!                     arrivals_sent, late_arrivals, behind_schedule, lag_p50_ms, lag_p99_ms,
+//!                     lag_max_ms, machine_share: f64 | null, delivered_as_planned: bool,
+//!                     warnings: [str] }
 //!   }],
 //!   "expectations": [{ variant, metric (as written, with {zone} and [window]), metric_name, zone, window,
 //!                      op, value, expected (the source text), measured: f64 | null, passed, message }],
@@ -124,6 +129,15 @@ fn variant(v: &VariantRun, a: &VariantAnalysis) -> Value {
             "name": a.name, "shard": a.shard, "of": a.of, "documents": a.documents,
             "lost": a.lost, "pending_agent_lost": a.pending_agent_lost,
         })).collect::<Vec<_>>(),
+        "harness_cost": v.harness_cost.as_ref().map(|c| {
+            let mut o = serde_json::to_value(c).unwrap_or(Value::Null);
+            if let Value::Object(m) = &mut o {
+                m.insert("machine_share".into(), json!(c.machine_share()));
+                m.insert("delivered_as_planned".into(), json!(c.delivered_as_planned()));
+                m.insert("warnings".into(), json!(c.warnings()));
+            }
+            o
+        }),
     })
 }
 

@@ -129,6 +129,12 @@ fn writes_a_complete_report() {
         "no external resource"
     );
     assert_eq!(html.matches("src=\"data:image/png;base64,").count(), 2);
+    // The harness-cost panel, with the red note for the overloaded variant only.
+    assert!(html.contains("<section id=\"harness-cost\">"));
+    assert_eq!(html.matches("id=\"harness-cost-warning\"").count(), 1);
+    assert!(html.contains("HARNESS COST in before-fix"));
+    assert!(html.contains("the harness used 33% of the machine"));
+    assert!(html.contains("lag p99 12.0 ms"));
 
     // summary.json.
     let summary: serde_json::Value =
@@ -163,6 +169,14 @@ fn writes_a_complete_report() {
         "failure_ratio_mean[40s..60s]"
     );
     assert_eq!(summary["all_passed"], false);
+    let cost = &summary["variants"][0]["harness_cost"];
+    assert_eq!(cost["delivered_as_planned"], false);
+    assert!((cost["machine_share"].as_f64().unwrap() - 40.0 / 120.0).abs() < 1e-9);
+    assert_eq!(cost["warnings"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        summary["variants"][1]["harness_cost"]["warnings"],
+        serde_json::json!([])
+    );
 
     // CSV: header + one row per (variant, second).
     let csv = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();

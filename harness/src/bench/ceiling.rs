@@ -22,7 +22,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// Arrivals offered per second: well above what the load path can send here.
-pub const OFFERED_RATE: f64 = 50_000.0;
+pub const OFFERED_RATE: f64 = 80_000.0;
 /// The in-flight cap of the measured run (a high one, like the experiments').
 pub const MAX_IN_FLIGHT: u64 = 512;
 
@@ -32,31 +32,46 @@ pub const BODY: &str = r#"{"tenant":"t1","document":1,"pages":1}"#;
 pub struct Ceiling {
     /// Completed attempts per second of the harness over the window.
     pub harness_rps: f64,
+    /// CPU of the load runtime's threads per attempt (µs), over the whole run.
+    pub cpu_per_attempt_us: f64,
     /// Connections the harness opened (handed to wrk).
     pub connections: u64,
     /// Arrivals that waited for the in-flight cap.
     pub late: u64,
     /// Requests the endpoint answered during the harness run (whole run, cross-check).
     pub endpoint_requests: u64,
-    /// wrk's requests/s, or why it was skipped.
-    pub wrk_rps: Result<f64, String>,
-    /// A plain reqwest closed loop with MAX_IN_FLIGHT tasks: the HTTP client's
-    /// own ceiling, without goose, journeys or recorder (diagnostic).
+    /// wrk's run, or why it was skipped.
+    pub wrk: Result<wrk::Driven, String>,
+    /// A plain reqwest closed loop with MAX_IN_FLIGHT tasks: the HTTP client
+    /// the load path used before (diagnostic).
     pub reqwest_rps: f64,
+}
+
+/// What one run of the real load path measured.
+pub struct LoadRun {
+    /// Attempts done per second in the window after the warm-up.
+    pub done_per_s: f64,
+    /// Attempts done over the whole run.
+    pub attempts: u64,
+    /// CPU seconds of the load runtime's threads over the whole run.
+    pub cpu_s: f64,
+    /// Wall time of the whole run.
+    pub wall_s: f64,
+    pub late: u64,
+    /// Arrivals planned before the run's end, and journeys started.
+    pub planned: u64,
+    pub spawned: u64,
+    pub lag: crate::recorder::ScheduleLag,
+    /// Attempt latency, first attempts measured from their planned time.
+    pub latency: run_report::LatencySummary,
 }
 
 /// Runs the harness, then wrk, against one fixed-503 endpoint.
 pub fn run(w: &Windows) -> anyhow::Result<Ceiling> {
     let server_rt = super::runtime("bench-server")?;
-    let client_rt = super::runtime("bench-load")?;
-    let reply = server::response(
-        "503 Service Unavailable",
-        &[("retry-after-ms", "1"), ("retry-after", "1")],
-        "text/plain",
-        b"busy",
-    );
-    let srv = server_rt.block_on(server::start(reply))?;
-    let (harness_rps, late) = client_rt.block_on(harness_ceiling(&srv.url(""), w))?;
+    let client_rt = crate::cpu::named_runtime(crate::cpu::LOAD_THREADS)?;
+    let srv = server_rt.block_on(server::start(busy_reply()))?;
+    let load = client_rt.block_on(run_load(&srv.url(""), OFFERED_RATE, MAX_IN_FLIGHT, w, true))?;
     let connections = srv.connections();
     let endpoint_requests = srv.requests();
     let reqwest_rps = client_rt
@@ -68,7 +83,7 @@ pub fn run(w: &Windows) -> anyhow::Result<Ceiling> {
         ))?
         .requests_per_sec;
     drop(client_rt);
-    let wrk_rps = match wrk::find() {
+    let wrk = match wrk::find() {
         None => Err(wrk::MISSING.to_string()),
         Some(bin) => wrk::run(
             &bin,
@@ -77,44 +92,66 @@ pub fn run(w: &Windows) -> anyhow::Result<Ceiling> {
             w.measure,
             Some(BODY),
         )
-        .map(|d| d.requests_per_sec)
         .map_err(|e| format!("wrk failed: {e:#}")),
     };
     Ok(Ceiling {
-        harness_rps,
+        harness_rps: load.done_per_s,
+        cpu_per_attempt_us: load.cpu_s * 1e6 / load.attempts.max(1) as f64,
         connections,
-        late,
+        late: load.late,
         endpoint_requests,
-        wrk_rps,
+        wrk,
         reqwest_rps,
     })
 }
 
-/// The harness's load path at an offered rate it cannot keep: attempts/s done
-/// in the window after the warm-up, and the late arrivals.
-async fn harness_ceiling(base: &str, w: &Windows) -> anyhow::Result<(f64, u64)> {
+/// The endpoint's one answer: 503 with a millisecond Retry-After.
+pub fn busy_reply() -> std::sync::Arc<[u8]> {
+    server::response(
+        "503 Service Unavailable",
+        &[("retry-after-ms", "1"), ("retry-after", "1")],
+        "text/plain",
+        b"busy",
+    )
+}
+
+/// The harness's load path offered `rate` arrivals/s (no retries) for the
+/// warm-up and the window: what it did, and what it cost. With `cut`, the
+/// run stops at the window's end (the arrivals not yet sent are not); else
+/// every planned arrival is sent, late ones included, within 20 s more.
+/// Must run on a runtime named `cpu::LOAD_THREADS`, whose threads are the
+/// CPU counted.
+pub async fn run_load(
+    base: &str,
+    rate: f64,
+    max_in_flight: u64,
+    w: &Windows,
+    cut: bool,
+) -> anyhow::Result<LoadRun> {
     let start = Instant::now() + Duration::from_millis(300);
     let total = w.warmup + w.measure;
-    let n = (OFFERED_RATE * total.as_secs_f64()) as u64;
+    let n = (rate * total.as_secs_f64()) as u64;
     let documents: Vec<Document> = (0..n)
         .map(|i| Document {
             id: i,
             tenant: "t1".into(),
             pages: 1,
-            planned: Duration::from_secs_f64(i as f64 / OFFERED_RATE),
+            planned: Duration::from_secs_f64(i as f64 / rate),
         })
         .collect();
     let load_end = start + total;
-    let hard_stop = load_end + Duration::from_secs(2);
-    let seconds = total.as_secs() as usize + 4;
+    let hard_stop = load_end + Duration::from_secs(if cut { 2 } else { 20 });
+    let seconds = total.as_secs() as usize + 22;
     let recorder = Arc::new(Recorder::new(start, seconds));
     let stop = Arc::new(StopSignal::default());
-    // The arrivals planned exceed what can be sent: end the run at the window's end.
+    // The arrivals planned may exceed what can be sent: end the run at the window's end.
     let stopper = {
         let stop = stop.clone();
         tokio::spawn(async move {
-            tokio::time::sleep_until(load_end).await;
-            stop.trigger("measurement window over");
+            if cut {
+                tokio::time::sleep_until(load_end).await;
+                stop.trigger("measurement window over");
+            }
         })
     };
     let rec = recorder.clone();
@@ -123,7 +160,7 @@ async fn harness_ceiling(base: &str, w: &Windows) -> anyhow::Result<(f64, u64)> 
         documents,
         start,
         load_end,
-        max_in_flight: MAX_IN_FLIGHT,
+        max_in_flight,
         stop,
         journeys: JourneySettings {
             recorder: rec.clone(),
@@ -139,7 +176,11 @@ async fn harness_ceiling(base: &str, w: &Windows) -> anyhow::Result<(f64, u64)> 
             seed: 1,
         },
     };
-    drive(plan).await?;
+    let cpu0 = crate::cpu::Snapshot::now()?;
+    let t0 = Instant::now();
+    let outcome = drive(plan).await?;
+    let cpu_s = crate::cpu::Snapshot::now()?.threads_since(&cpu0, crate::cpu::LOAD_THREADS);
+    let wall_s = t0.elapsed().as_secs_f64();
     stopper.abort();
     let first = w.warmup.as_secs() as usize;
     let last = total.as_secs() as usize;
@@ -149,8 +190,16 @@ async fn harness_ceiling(base: &str, w: &Windows) -> anyhow::Result<(f64, u64)> 
             s.ok + s.rejected + s.timeouts + s.errors
         })
         .sum();
-    Ok((
-        done as f64 / (last - first) as f64,
-        recorder.late_arrivals(),
-    ))
+    let t = recorder.totals();
+    Ok(LoadRun {
+        done_per_s: done as f64 / (last - first) as f64,
+        attempts: t.ok + t.rejected + t.timeouts + t.errors,
+        cpu_s,
+        wall_s,
+        late: recorder.late_arrivals(),
+        planned: n,
+        spawned: outcome.journeys,
+        lag: recorder.schedule_lag(),
+        latency: recorder.latency(),
+    })
 }

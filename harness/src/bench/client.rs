@@ -72,5 +72,7 @@ pub async fn closed_loop(
     Ok(Driven {
         requests_per_sec: done.load(Ordering::Relaxed) as f64 / duration.as_secs_f64(),
         non_2xx: non_2xx.load(Ordering::Relaxed),
+        seconds: duration.as_secs_f64(),
+        cpu_s: None,
     })
 }

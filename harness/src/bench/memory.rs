@@ -27,6 +27,9 @@ use tokio::time::Instant;
 pub const TARGET_ENV: &str = "HARNESS_BENCH_STORM_TARGET";
 /// Prefix of the child's result line on stdout.
 pub const LINE_PREFIX: &str = "BENCH-STORM ";
+/// Overrides the attempts the storm runs to (the instructions step runs it
+/// under callgrind at two counts).
+pub const ATTEMPTS_ENV: &str = "HARNESS_BENCH_STORM_ATTEMPTS";
 /// Documents retrying at once (each a journey that never succeeds).
 pub const DOCUMENTS: u64 = 1000;
 
@@ -92,7 +95,13 @@ pub fn run_here(w: &Windows) -> anyhow::Result<Storm> {
     };
     let client_rt = super::runtime("bench-storm")?;
     let base = format!("http://{addr}");
-    let mut storm = client_rt.block_on(storm(&base, w.storm_attempts, w.storm_limit))?;
+    let attempts = match std::env::var(ATTEMPTS_ENV) {
+        Ok(a) => a
+            .parse()
+            .with_context(|| format!("{ATTEMPTS_ENV}={a}: not a count"))?,
+        Err(_) => w.storm_attempts,
+    };
+    let mut storm = client_rt.block_on(storm(&base, attempts, w.storm_limit))?;
     storm.baseline_rss_kb = baseline_rss_kb;
     storm.endpoint_in_process = target.is_none();
     storm.peak_rss_kb = status_kb("VmHWM").context("reading VmHWM from /proc/self/status")?;
@@ -100,7 +109,7 @@ pub fn run_here(w: &Windows) -> anyhow::Result<Storm> {
     Ok(storm)
 }
 
-fn storm_reply() -> Arc<[u8]> {
+pub(super) fn storm_reply() -> Arc<[u8]> {
     server::response(
         "503 Service Unavailable",
         &[("retry-after-ms", "1"), ("retry-after", "1")],

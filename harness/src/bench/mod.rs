@@ -5,11 +5,16 @@
 //! target printed PASS / MISS beside it (see BENCHMARKS.md for method and
 //! latest numbers):
 //!
-//! 1. [`ceiling`]: the harness's load path vs wrk on a trivial endpoint (>= 0.5).
+//! 1. [`ceiling`]: the harness's load path vs wrk on a trivial endpoint (>= 0.6),
+//!    its CPU per attempt (<= 25 µs) and the connections it opened
+//!    (<= max_in_flight + 5 %).
 //! 2. [`hotpath`]: a cache-hit `POST /v1/extract` vs the axum floor (>= 0.5).
 //! 3. [`pages`]: wgpu vs CPU page executor pages/s (no target; informs capacity).
 //! 4. [`memory`]: peak RSS through a 200k-attempt retry storm (< 300 MB), in a
 //!    fresh process so earlier steps do not inflate it.
+//! 5. [`openloop`]: a constant rate above the ceiling: every arrival still
+//!    sent, lateness counted, latency from the planned time, the cost warning.
+//! 6. [`instructions`]: instructions per attempt under callgrind (full run only).
 //!
 //! Traffic goes to 127.0.0.1 only. External tools (wrk) are optional: a
 //! missing one is reported and its comparison skipped.
@@ -18,7 +23,9 @@ mod agents;
 mod ceiling;
 mod client;
 mod hotpath;
+mod instructions;
 mod memory;
+mod openloop;
 mod pages;
 mod server;
 mod wrk;
@@ -32,12 +39,19 @@ use std::time::Duration;
 pub enum Step {
     Storm,
     Ceiling,
+    Openloop,
     Hotpath,
     Pages,
+    Instructions,
 }
 
-/// Targets of the issue ("Benchmarks").
-pub const CEILING_TARGET: f64 = 0.5;
+/// Targets of the issues ("Benchmarks"; the ceiling, CPU and connection
+/// targets are issue 17's).
+pub const CEILING_TARGET: f64 = 0.6;
+/// CPU of the load path per attempt, µs.
+pub const CPU_PER_ATTEMPT_TARGET_US: f64 = 25.0;
+/// Connections opened may exceed the in-flight cap by this fraction.
+pub const CONNECTIONS_SLACK: f64 = 0.05;
 pub const HOTPATH_TARGET: f64 = 0.5;
 pub const PEAK_RSS_TARGET_MB: f64 = 300.0;
 /// Attempts the full storm must reach for its memory target to count.
@@ -110,6 +124,7 @@ pub fn cli(quick: bool, only: Option<Step>, agents: Option<u32>) -> ExitCode {
         std::thread::available_parallelism().map_or(1, |n| n.get()),
     );
     let mut verdicts: Vec<Verdict> = Vec::new();
+    let mut ceiling_rps = None;
     if want(Step::Storm) {
         section(&format!(
             "4. memory: peak RSS through a retry storm of >= {} attempts (fresh process)",
@@ -130,7 +145,22 @@ pub fn cli(quick: bool, only: Option<Step>, agents: Option<u32>) -> ExitCode {
             w.measure.as_secs()
         ));
         verdicts.push(match ceiling::run(&w) {
-            Ok(c) => print_ceiling(&c),
+            Ok(c) => {
+                ceiling_rps = Some(c.harness_rps);
+                print_ceiling(&c)
+            }
+            Err(e) => error(e),
+        });
+    }
+    if want(Step::Openloop) {
+        section(&format!(
+            "5. open-loop honesty: a constant rate {}x the ceiling (or {}/s alone), every arrival sent, {} s window",
+            openloop::OVER_CEILING,
+            rate(openloop::FALLBACK_RATE),
+            (w.warmup + w.measure).as_secs()
+        ));
+        verdicts.push(match openloop::run(&w, ceiling_rps) {
+            Ok(o) => print_openloop(&o),
             Err(e) => error(e),
         });
         if let Some(n) = agents {
@@ -163,6 +193,21 @@ pub fn cli(quick: bool, only: Option<Step>, agents: Option<u32>) -> ExitCode {
             w.pages_each.as_millis()
         ));
         print_pages(&pages::run(w.pages_each));
+    }
+    // Minutes under callgrind: the full run (or `--only instructions`) only.
+    if want(Step::Instructions) && (!quick || only == Some(Step::Instructions)) {
+        section(
+            "6. instructions per attempt (callgrind; hardware counters are not available here)",
+        );
+        match instructions::run() {
+            Ok(Some(i)) => print_instructions(&i),
+            Ok(None) => {
+                println!("   valgrind is not installed: SKIPPED (sudo apt-get install -y valgrind)")
+            }
+            Err(e) => {
+                verdicts.push(error(e));
+            }
+        }
     }
     println!();
     if verdicts.contains(&Verdict::Error) {
@@ -296,6 +341,7 @@ fn print_agents(a: &agents::AgentCeilings) {
 }
 
 fn print_ceiling(c: &ceiling::Ceiling) -> Verdict {
+    let mut verdicts = Vec::new();
     println!(
         "   harness  {:>9} req/s  ({} connections opened, max_in_flight {}, offered {}/s, {} arrivals waited for the cap; endpoint answered {} in all)",
         rate(c.harness_rps),
@@ -305,32 +351,126 @@ fn print_ceiling(c: &ceiling::Ceiling) -> Verdict {
         rate(c.late as f64),
         rate(c.endpoint_requests as f64)
     );
+    let v = Verdict::of(c.cpu_per_attempt_us <= CPU_PER_ATTEMPT_TARGET_US);
     println!(
-        "   reqwest  {:>9} req/s  (diagnostic: plain reqwest closed loop, {} tasks, no goose/journeys/recorder; harness/reqwest {:.2})",
+        "   CPU per attempt {:.1} us  (load runtime threads, warm-up included)   target <= {CPU_PER_ATTEMPT_TARGET_US} us  {}",
+        c.cpu_per_attempt_us,
+        v.label()
+    );
+    verdicts.push(v);
+    let limit = ceiling::MAX_IN_FLIGHT as f64 * (1.0 + CONNECTIONS_SLACK);
+    let v = Verdict::of(c.connections as f64 <= limit);
+    println!(
+        "   connections opened {}   target <= max_in_flight + {:.0}% = {limit:.0}  {}",
+        c.connections,
+        CONNECTIONS_SLACK * 100.0,
+        v.label()
+    );
+    verdicts.push(v);
+    println!(
+        "   reqwest  {:>9} req/s  (diagnostic: plain reqwest closed loop, {} tasks, the client the load path used before; harness/reqwest {:.2})",
         rate(c.reqwest_rps),
         ceiling::MAX_IN_FLIGHT,
         c.harness_rps / c.reqwest_rps
     );
-    match &c.wrk_rps {
+    match &c.wrk {
         Ok(w) => {
-            let ratio = c.harness_rps / w;
+            let ratio = c.harness_rps / w.requests_per_sec;
             let v = Verdict::of(ratio >= CEILING_TARGET);
+            let cpu = w
+                .cpu_s
+                .map(|s| {
+                    format!(
+                        "; {:.1} us CPU per request",
+                        s * 1e6 / (w.requests_per_sec * w.seconds).max(1.0)
+                    )
+                })
+                .unwrap_or_default();
             println!(
-                "   wrk      {:>9} req/s  (same endpoint, {} connections)",
-                rate(*w),
+                "   wrk      {:>9} req/s  (same endpoint, {} connections{cpu})",
+                rate(w.requests_per_sec),
                 c.connections.max(1)
             );
             println!(
                 "   ratio harness/wrk {ratio:.2}   target >= {CEILING_TARGET}  {}",
                 v.label()
             );
-            v
+            verdicts.push(v);
         }
         Err(why) => {
             println!("   wrk: {why}");
             println!("   ratio harness/wrk: n/a  {}", Verdict::Skipped.label());
-            Verdict::Skipped
         }
+    }
+    worst(&verdicts)
+}
+
+/// The step's verdict from its targets': a miss wins over a pass.
+fn worst(v: &[Verdict]) -> Verdict {
+    [Verdict::Error, Verdict::Miss, Verdict::Pass]
+        .into_iter()
+        .find(|w| v.contains(w))
+        .unwrap_or(Verdict::Skipped)
+}
+
+fn print_openloop(o: &openloop::OpenLoop) -> Verdict {
+    let r = &o.run;
+    let ms = |x: Option<f64>| x.map_or("n/a".to_string(), |v| format!("{v:.1}"));
+    println!(
+        "   offered {}/s for {} planned arrivals; the load path sent them at {:.0}/s ({:.1} s); arrival-schedule lag p50 {} ms, p99 {} ms, max {} ms",
+        rate(o.rate),
+        rate(r.planned as f64),
+        r.spawned as f64 / r.wall_s.max(1e-9),
+        r.wall_s,
+        ms(r.lag.p50_ms),
+        ms(r.lag.p99_ms),
+        ms(r.lag.max_ms)
+    );
+    println!(
+        "   attempt latency from the planned time: p50 {:.1} ms, p99 {:.1} ms (the endpoint answers at once)",
+        r.latency.p50_ms, r.latency.p99_ms
+    );
+    if let Some(share) = o.cost.machine_share() {
+        println!(
+            "   harness share of the machine {:.0}% ({:.1} CPU-s of the load path, {:.1} of the endpoint)",
+            share * 100.0,
+            o.cost.cpu_of(run_report::CostRole::LoadPath),
+            o.cost.cpu_of(run_report::CostRole::SystemUnderTest)
+        );
+    }
+    for w in o.cost.warnings() {
+        println!("   !!! HARNESS COST: {w}");
+    }
+    let mut all = true;
+    for (what, ok) in o.honest() {
+        all &= ok;
+        println!("   {} {what}", if ok { "ok  " } else { "MISS" });
+    }
+    println!("   {}", openloop::WRK2);
+    let v = Verdict::of(all);
+    println!("   open loop kept honest under overload  {}", v.label());
+    v
+}
+
+fn print_instructions(i: &instructions::Instructions) {
+    for (a, n) in &i.runs {
+        println!(
+            "   storm child: {} attempts, {} instructions",
+            rate(*a as f64),
+            rate(*n as f64)
+        );
+    }
+    println!(
+        "   load path: {} instructions per attempt (difference of the two runs)",
+        rate(i.per_attempt)
+    );
+    match &i.wrk_per_request {
+        Ok(w) => println!(
+            "   wrk:       {} instructions per request (1 thread, 64 connections; ratio load path/wrk {:.1})",
+            rate(*w),
+            i.per_attempt / w
+        ),
+        Err(e) => println!("   wrk: not measured ({e})"),
     }
 }
 

@@ -28,6 +28,22 @@ pub struct Driven {
     pub requests_per_sec: f64,
     /// Answers that were not 2xx/3xx (wrk's "Non-2xx or 3xx responses").
     pub non_2xx: u64,
+    /// The run's length (s).
+    pub seconds: f64,
+    /// CPU seconds the client used (wrk: its process, from the children's
+    /// rusage; `None` where not measured).
+    pub cpu_s: Option<f64>,
+}
+
+/// CPU seconds of this process's waited-for children so far.
+fn children_cpu_s() -> Option<f64> {
+    // SAFETY: getrusage writes into the zeroed struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) } != 0 {
+        return None;
+    }
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Some(s(u.ru_utime) + s(u.ru_stime))
 }
 
 /// One wrk run against `url` (127.0.0.1 only).
@@ -62,6 +78,7 @@ pub fn run(
         None => None,
     };
     cmd.arg(url);
+    let before = children_cpu_s();
     let out = cmd
         .output()
         .with_context(|| format!("running {}", wrk.display()));
@@ -69,6 +86,7 @@ pub fn run(
         let _ = std::fs::remove_file(p);
     }
     let out = out?;
+    let cpu_s = before.zip(children_cpu_s()).map(|(a, b)| b - a);
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         bail!(
@@ -83,6 +101,8 @@ pub fn run(
     Ok(Driven {
         requests_per_sec,
         non_2xx: parse_non_2xx(&stdout),
+        seconds: secs as f64,
+        cpu_s,
     })
 }
 

@@ -70,6 +70,18 @@ pub struct ClientTotals {
     pub in_flight: u64,
 }
 
+/// How late the journeys' first attempts left (see [`Recorder::first_sent`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScheduleLag {
+    /// Journeys whose first attempt was sent.
+    pub sent: u64,
+    /// Of those, sent more than `run_report::LAG_P99_LIMIT_MS` late.
+    pub behind: u64,
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+}
+
 #[derive(Default)]
 struct Bucket {
     arrivals: u64,
@@ -97,6 +109,10 @@ struct State {
     in_flight: u64,
     late: u64,
     cut_off: u64,
+    /// Actual minus planned first send of every journey (µs), and how many
+    /// were later than the report's lag limit.
+    lag: Histogram<u64>,
+    behind: u64,
     /// Every document id submitted so far, to tell a repeat from a first submission.
     seen: HashSet<u64>,
     /// Submissions and attempts per tenant.
@@ -164,6 +180,8 @@ impl Recorder {
                 in_flight: 0,
                 late: 0,
                 cut_off: 0,
+                lag: histogram(),
+                behind: 0,
                 seen: HashSet::new(),
                 traffic: BTreeMap::new(),
                 watched: Default::default(),
@@ -215,6 +233,31 @@ impl Recorder {
     pub fn late(&self) {
         self.tap(Instant::now(), || Event::Late);
         self.state.lock().expect("recorder lock").late += 1;
+    }
+
+    /// A journey's first attempt left `lag` after its planned time (the
+    /// arrival schedule's lag, in the harness-cost panel).
+    pub fn first_sent(&self, lag: Duration) {
+        let us = (lag.as_micros() as u64).max(1);
+        let mut st = self.state.lock().expect("recorder lock");
+        let _ = st.lag.record(us);
+        if lag.as_secs_f64() * 1000.0 > run_report::LAG_P99_LIMIT_MS {
+            st.behind += 1;
+        }
+    }
+
+    /// The arrival schedule's lag so far.
+    pub fn schedule_lag(&self) -> ScheduleLag {
+        let st = self.state.lock().expect("recorder lock");
+        let ms = |us: u64| us as f64 / 1000.0;
+        let some = !st.lag.is_empty();
+        ScheduleLag {
+            sent: st.lag.len(),
+            behind: st.behind,
+            p50_ms: some.then(|| ms(st.lag.value_at_quantile(0.5))),
+            p99_ms: some.then(|| ms(st.lag.value_at_quantile(0.99))),
+            max_ms: some.then(|| ms(st.lag.max())),
+        }
     }
 
     pub fn attempt_sent(&self, doc: u64, tenant: &str) {
@@ -578,6 +621,22 @@ mod tests {
         assert_eq!(last, Duration::from_millis(1500));
         assert_eq!(counts, [1, 1, 1]);
         assert_eq!(r.watched_ended(&[4]), None);
+    }
+
+    #[test]
+    fn schedule_lag_counts_what_was_sent_behind() {
+        let r = Recorder::new(Instant::now(), 1);
+        assert_eq!(r.schedule_lag().p99_ms, None);
+        for _ in 0..98 {
+            r.first_sent(Duration::from_micros(200));
+        }
+        r.first_sent(Duration::from_millis(20));
+        r.first_sent(Duration::from_millis(40));
+        let l = r.schedule_lag();
+        assert_eq!((l.sent, l.behind), (100, 2));
+        assert!(l.p50_ms.unwrap() < 0.3, "{l:?}");
+        assert!(l.p99_ms.unwrap() > 19.0, "{l:?}");
+        assert!((l.max_ms.unwrap() - 40.0).abs() < 0.1, "{l:?}");
     }
 
     #[tokio::test(start_paused = true)]

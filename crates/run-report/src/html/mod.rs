@@ -4,6 +4,7 @@
 //! verdict first, then why (expectations, fidelity, charts), then the
 //! evidence (rules, tables, environment, the experiment file).
 
+mod cost;
 mod detection;
 mod sections;
 pub(crate) mod table;
@@ -77,6 +78,7 @@ pub fn render_html(run: &RunData, analysis: &Analysis, charts: &Charts) -> Strin
     );
     sections::header(&mut h, run, analysis);
     sections::banners(&mut h, run, analysis);
+    cost::banner(&mut h, run);
     sections::summary(&mut h, run, analysis);
     sections::expectations(&mut h, analysis);
     sections::fidelity(&mut h, analysis);
@@ -96,6 +98,7 @@ pub fn render_html(run: &RunData, analysis: &Analysis, charts: &Charts) -> Strin
     detection::section(&mut h, run);
     sections::waves(&mut h, analysis);
     sections::latency(&mut h, run);
+    cost::section(&mut h, run);
     verdict::rules(&mut h, run, analysis);
     sections::timeline(&mut h, run);
     sections::integrity_examples(&mut h, run);
