@@ -1,0 +1,87 @@
+//! The recorder's unit tests: per-second counts, integrity, schedule lag.
+
+use super::*;
+
+#[tokio::test(start_paused = true)]
+async fn buckets_by_second_and_accounts_documents() {
+    let r = Recorder::new(Instant::now(), 5);
+    r.submitted(1, "t1");
+    r.attempt_sent(1, "t1");
+    r.attempt_done(AttemptOutcome::Rejected, Duration::from_millis(3));
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    r.attempt_sent(1, "t1");
+    r.attempt_sent(1, "t1");
+    r.attempt_done(AttemptOutcome::Ok, Duration::from_millis(10));
+    r.result_checked(1, true, 5, 5);
+    r.completed("t1", 3, Duration::from_millis(1200));
+    let s0 = r.second(0);
+    let s1 = r.second(1);
+    assert_eq!(
+        (s0.arrivals, s0.attempts, s0.rejected, s0.distinct_documents),
+        (1, 1, 1, 1)
+    );
+    assert_eq!(
+        (
+            s1.attempts,
+            s1.ok,
+            s1.distinct_documents,
+            s1.documents_completed,
+            s1.pages_delivered
+        ),
+        (2, 1, 1, 1, 3)
+    );
+    let i = r.integrity();
+    assert!(i.accounted());
+    assert_eq!(
+        (
+            i.submitted,
+            i.completed,
+            i.results_checked,
+            i.incorrect_results
+        ),
+        (1, 1, 1, 0)
+    );
+    assert_eq!(r.in_flight(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn watched_documents_end_when_their_last_journey_does() {
+    let r = Recorder::new(Instant::now(), 5);
+    r.watch([1, 2, 3]);
+    r.journey_ended(1, JourneyEnd::Completed);
+    r.journey_ended(9, JourneyEnd::Completed); // not watched: ignored
+    assert_eq!(r.watched_ended(&[1, 2, 3]), None);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    r.journey_ended(2, JourneyEnd::GaveUp);
+    r.journey_ended(3, JourneyEnd::Pending);
+    r.journey_ended(3, JourneyEnd::Completed); // the first end counts
+    let (last, counts) = r.watched_ended(&[1, 2, 3]).expect("all ended");
+    assert_eq!(last, Duration::from_millis(1500));
+    assert_eq!(counts, [1, 1, 1]);
+    assert_eq!(r.watched_ended(&[4]), None);
+}
+
+#[test]
+fn schedule_lag_counts_what_was_sent_behind() {
+    let r = Recorder::new(Instant::now(), 1);
+    assert_eq!(r.schedule_lag().p99_ms, None);
+    for _ in 0..98 {
+        r.first_sent(Duration::from_micros(200));
+    }
+    r.first_sent(Duration::from_millis(20));
+    r.first_sent(Duration::from_millis(40));
+    let l = r.schedule_lag();
+    assert_eq!((l.sent, l.behind), (100, 2));
+    assert!(l.p50_ms.unwrap() < 0.3, "{l:?}");
+    assert!(l.p99_ms.unwrap() > 19.0, "{l:?}");
+    assert!((l.max_ms.unwrap() - 40.0).abs() < 0.1, "{l:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn incorrect_results_are_kept_as_examples() {
+    let r = Recorder::new(Instant::now(), 1);
+    r.result_checked(9, false, 1, 2);
+    let i = r.integrity();
+    assert_eq!(i.incorrect_results, 1);
+    assert!(i.incorrect_examples[0].contains("document 9"));
+}
