@@ -31,7 +31,32 @@ pub const DEFAULT_SUT_IMAGE: &str = "overload-harness/sut:local";
 pub const DEFAULT_REDIS_IMAGE: &str = "overload-harness/redis:local";
 /// The port every sut process listens on inside its container.
 const SUT_PORT: u16 = 8080;
-const REDIS_PORT: u16 = 6379;
+pub(crate) const REDIS_PORT: u16 = 6379;
+
+/// The arguments the project's Redis container runs with, here and in the
+/// rendered Kubernetes Deployment: protected mode off (only its private
+/// network reaches it), no persistence, and the experiment's memory limit
+/// and eviction policy (the cache's defect lives in those two).
+pub(crate) fn redis_server_args(r: &sut::config::RedisCacheConfig) -> Vec<String> {
+    let maxmemory = format!("{}", (r.maxmemory_mb * 1024.0 * 1024.0) as u64);
+    [
+        "--port",
+        &REDIS_PORT.to_string(),
+        "--protected-mode",
+        "no",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--maxmemory",
+        &maxmemory,
+        "--maxmemory-policy",
+        r.policy.as_redis(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
 const STARTUP: Duration = Duration::from_secs(60);
 
 /// Which images to run.
@@ -195,25 +220,11 @@ pub async fn start(
         };
         let name = format!("{network}-redis");
         let (image, tag) = split_image(&images.redis);
-        let maxmemory = format!("{}", (r.maxmemory_mb * 1024.0 * 1024.0) as u64);
         let container = GenericImage::new(image, tag)
             .with_wait_for(WaitFor::message_on_stdout("Ready to accept connections"))
             .with_network(&network)
             .with_container_name(&name)
-            .with_cmd([
-                "--port",
-                &REDIS_PORT.to_string(),
-                "--protected-mode",
-                "no",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--maxmemory",
-                &maxmemory,
-                "--maxmemory-policy",
-                r.policy.as_redis(),
-            ])
+            .with_cmd(redis_server_args(r))
             .with_startup_timeout(STARTUP)
             .start()
             .await

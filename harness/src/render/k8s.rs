@@ -23,7 +23,7 @@ use sut::config::CacheBackend;
 
 /// The port every sut process listens on in its pod (as in containers.rs).
 pub(crate) const SUT_PORT: u16 = 8080;
-pub(crate) const REDIS_PORT: u16 = 6379;
+pub(crate) use crate::containers::REDIS_PORT;
 /// Where a coordinator waits for its agents.
 pub(crate) const COORDINATOR_PORT: u16 = 7070;
 const CONFIG_DIR: &str = "/etc/harness";
@@ -330,29 +330,12 @@ fn system_objects(
     let mut docs = Vec::new();
     if let CacheBackend::Redis(r) = &v.system.cache.backend {
         if r.url.is_none() {
-            let maxmemory = format!("{}", (r.maxmemory_mb * 1024.0 * 1024.0) as u64);
             let redis = Container {
                 name: "redis".into(),
                 image: o.redis_image.clone(),
                 image_pull_policy: "IfNotPresent",
                 command: Vec::new(),
-                args: [
-                    "--port",
-                    &REDIS_PORT.to_string(),
-                    "--protected-mode",
-                    "no",
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                    "--maxmemory",
-                    &maxmemory,
-                    "--maxmemory-policy",
-                    r.policy.as_redis(),
-                ]
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+                args: crate::containers::redis_server_args(r),
                 env: Vec::new(),
                 ports: vec![port("redis", REDIS_PORT)],
                 volume_mounts: Vec::new(),
