@@ -212,7 +212,11 @@ pub async fn start(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis())
         .unwrap_or_default();
-    let network = format!("overload-{variant}-{}-{stamp}", std::process::id());
+    // Two variants of one process can start within the same millisecond
+    // (parallel tests do): the sequence number keeps their names apart.
+    static STARTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nth = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let network = format!("overload-{variant}-{}-{stamp}-{nth}", std::process::id());
 
     let redis = if needs_redis {
         let CacheBackend::Redis(r) = &mut config.cache.backend else {
