@@ -56,6 +56,45 @@ pub struct JourneySettings {
     pub seed: u64,
 }
 
+/// When a variant's load runs: its clock and its limits.
+pub struct LoadWindow {
+    pub start: Instant,
+    /// Arrivals stop here.
+    pub load_end: Instant,
+    /// No journey lives past this.
+    pub hard_stop: Instant,
+}
+
+impl LoadPlan {
+    /// The plan of `variant` of `exp`: the one place that says which of the
+    /// experiment's settings the load path uses, for runs and benches alike.
+    pub fn for_variant(
+        exp: &crate::experiment::Experiment,
+        variant: &crate::experiment::Variant,
+        base_url: String,
+        documents: Vec<Document>,
+        window: LoadWindow,
+        recorder: Arc<crate::recorder::Recorder>,
+        stop: Arc<StopSignal>,
+    ) -> LoadPlan {
+        LoadPlan {
+            base_url,
+            documents,
+            start: window.start,
+            load_end: window.load_end,
+            max_in_flight: exp.workload.max_in_flight,
+            stop,
+            journeys: JourneySettings {
+                recorder,
+                clients: variant.client.clone(),
+                hard_stop: window.hard_stop,
+                page: variant.system.page,
+                seed: exp.seed,
+            },
+        }
+    }
+}
+
 /// What goose counted, as a cross-check of the harness's own recorder.
 #[derive(Debug, Clone, Default)]
 pub struct LoadOutcome {

@@ -9,8 +9,7 @@
 use crate::environment::{self, Target};
 use crate::experiment::{Experiment, TimelineOp, Variant};
 use crate::interrupt::StopSignal;
-use crate::load::JourneySettings;
-use crate::load::{self, LoadPlan};
+use crate::load::{self, LoadPlan, LoadWindow};
 use crate::progress::Progress;
 use crate::recorder::Recorder;
 use crate::timeline::{self, AdminApi};
@@ -349,21 +348,19 @@ async fn drive_variant(
         })
     };
 
-    let plan = LoadPlan {
-        base_url: base.clone(),
-        documents: docs,
-        start,
-        load_end,
-        max_in_flight: exp.workload.max_in_flight,
-        stop: stop.clone(),
-        journeys: JourneySettings {
-            recorder: recorder.clone(),
-            clients: v.client.clone(),
+    let plan = LoadPlan::for_variant(
+        exp,
+        v,
+        base.clone(),
+        docs,
+        LoadWindow {
+            start,
+            load_end,
             hard_stop,
-            page: v.system.page,
-            seed: exp.seed,
         },
-    };
+        recorder.clone(),
+        stop.clone(),
+    );
     let meter = crate::cost::CostMeter::start(target);
     let (load_result, agents, harness_cost) = match coordinator.as_mut() {
         None => {

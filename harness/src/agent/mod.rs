@@ -20,7 +20,7 @@ pub mod protocol;
 pub mod shard;
 
 use crate::interrupt::StopSignal;
-use crate::load::{JourneySettings, LoadPlan};
+use crate::load::{LoadPlan, LoadWindow};
 use crate::recorder::{Event, Recorder};
 use crate::runner::Capacity;
 use anyhow::{bail, Context};
@@ -170,22 +170,23 @@ pub async fn run(args: AgentArgs, stop: Arc<StopSignal>) -> anyhow::Result<()> {
             plan.shard_documents
         );
     }
-    let load = crate::load::drive(LoadPlan {
-        base_url: plan.base_url.clone(),
-        documents: mine,
-        start,
-        load_end: start + Duration::from_millis(plan.load_end_ms),
-        max_in_flight: plan.max_in_flight,
-        stop: stop.clone(),
-        journeys: JourneySettings {
-            recorder: recorder.clone(),
-            clients: v.client.clone(),
+    let mut load_plan = LoadPlan::for_variant(
+        &exp,
+        &v,
+        plan.base_url.clone(),
+        mine,
+        LoadWindow {
+            start,
+            load_end: start + Duration::from_millis(plan.load_end_ms),
             hard_stop: start + Duration::from_millis(plan.hard_stop_ms),
-            page: v.system.page,
-            seed: exp.seed,
         },
-    })
-    .await;
+        recorder.clone(),
+        stop.clone(),
+    );
+    // The coordinator split the run's in-flight cap between the agents.
+    load_plan.max_in_flight = plan.max_in_flight;
+    let load = crate::load::drive(load_plan).await;
+
     let finished = match &load {
         Ok(l) => Finished {
             goose_requests: l.goose_requests,

@@ -13,7 +13,7 @@
 use super::{server, Windows};
 use crate::agent::coordinator::{shard_plans, AgentSource, Coordinator, Expected};
 use crate::interrupt::StopSignal;
-use crate::load::{JourneySettings, LoadPlan};
+use crate::load::{LoadPlan, LoadWindow};
 use crate::recorder::Recorder;
 use crate::runner::Capacity;
 use anyhow::Context;
@@ -92,21 +92,19 @@ async fn ceiling(
     let recorder = Arc::new(Recorder::new(start, seconds));
     let stop = Arc::new(StopSignal::default());
     let v = &exp.variants[0];
-    let plan = LoadPlan {
-        base_url: base.to_string(),
-        documents: crate::runner::plan_documents(&exp, capacity),
-        start,
-        load_end,
-        max_in_flight: exp.workload.max_in_flight,
-        stop: stop.clone(),
-        journeys: JourneySettings {
-            recorder: recorder.clone(),
-            clients: v.client.clone(),
+    let plan = LoadPlan::for_variant(
+        &exp,
+        v,
+        base.to_string(),
+        crate::runner::plan_documents(&exp, capacity),
+        LoadWindow {
+            start,
+            load_end,
             hard_stop,
-            page: v.system.page,
-            seed: exp.seed,
         },
-    };
+        recorder.clone(),
+        stop.clone(),
+    );
     let shards = shard_plans(
         &plan,
         n,
