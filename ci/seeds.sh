@@ -20,7 +20,9 @@ seeds=${SEEDS:-"1 2 3 4 5"}
 out=${OUT:-/tmp/seed-reports}
 mkdir -p "$out" "$(dirname "$out")" || exit 2
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
-build=(-q -j2 -p harness)
+# The workspace, as the tests build it: `-p harness` alone unifies features
+# differently and rebuilds most dependencies.
+build=(-q -j2 --workspace)
 [ "$profile" = release ] && build+=(--release)
 cargo build "${build[@]}" || exit 2
 harness="${CARGO_TARGET_DIR:-target}/$profile/harness"
