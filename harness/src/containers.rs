@@ -38,24 +38,10 @@ pub(crate) const REDIS_PORT: u16 = 6379;
 /// network reaches it), no persistence, and the experiment's memory limit
 /// and eviction policy (the cache's defect lives in those two).
 pub(crate) fn redis_server_args(r: &sut::config::RedisCacheConfig) -> Vec<String> {
-    let maxmemory = format!("{}", (r.maxmemory_mb * 1024.0 * 1024.0) as u64);
-    [
-        "--port",
-        &REDIS_PORT.to_string(),
-        "--protected-mode",
-        "no",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        "--maxmemory",
-        &maxmemory,
-        "--maxmemory-policy",
-        r.policy.as_redis(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+    // Reached over the variant's network, not loopback.
+    let mut args = vec!["--protected-mode".to_string(), "no".to_string()];
+    args.extend(sut::cache_server_args(REDIS_PORT, r.maxmemory_mb, r.policy));
+    args
 }
 const STARTUP: Duration = Duration::from_secs(60);
 

@@ -14,6 +14,29 @@ pub struct RedisServer {
     pub port: u16,
 }
 
+/// The `redis-server` arguments that make a cache of the experiment, for a
+/// process here and for a container alike: its memory limit and eviction
+/// policy (the cache defect lives in these two) and no persistence.
+pub fn cache_server_args(port: u16, maxmemory_mb: f64, policy: RedisPolicy) -> Vec<String> {
+    let maxmemory = format!("{}", (maxmemory_mb * 1024.0 * 1024.0) as u64);
+    let port = port.to_string();
+    [
+        "--port",
+        &port,
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--maxmemory",
+        &maxmemory,
+        "--maxmemory-policy",
+        policy.as_redis(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
 impl RedisServer {
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
@@ -25,10 +48,9 @@ impl RedisServer {
             .and_then(|l| l.local_addr())
             .map_err(|e| format!("finding a free port: {e}"))?
             .port();
-        let maxmemory = format!("{}", (maxmemory_mb * 1024.0 * 1024.0) as u64);
         let child = Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", "", "--appendonly", "no"])
-            .args(["--maxmemory", &maxmemory, "--maxmemory-policy", policy.as_redis()])
+            .args(["--bind", "127.0.0.1"])
+            .args(cache_server_args(port, maxmemory_mb, policy))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
