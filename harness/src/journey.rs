@@ -145,8 +145,8 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> Jour
         // Adaptive throttling refused it locally: a failed attempt that never left.
         ctx.recorder.attempt_sent(doc.id, &doc.tenant);
         ctx.recorder
-            .attempt_done(AttemptOutcome::Rejected, Duration::ZERO);
-        ctx.recorder.given_up();
+            .attempt_done(doc.id, AttemptOutcome::Rejected, Duration::ZERO);
+        ctx.recorder.given_up(doc.id);
         return JourneyEnd::GaveUp;
     }
     // Prepared once per document: every attempt sends the same bytes.
@@ -181,7 +181,8 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> Jour
                     success: true,
                     status,
                 });
-                ctx.recorder.attempt_done(AttemptOutcome::Ok, latency);
+                ctx.recorder
+                    .attempt_done(doc.id, AttemptOutcome::Ok, latency);
                 verify(ctx, doc, &resp).await;
                 policy.on_success(std::time::Instant::now());
                 ctx.recorder
@@ -195,7 +196,7 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> Jour
             success: false,
             status,
         });
-        ctx.recorder.attempt_done(kind, latency);
+        ctx.recorder.attempt_done(doc.id, kind, latency);
         match policy.on_failure(attempt, failure, std::time::Instant::now(), &mut rng) {
             Decision::Retry { after } => {
                 if until_end(ctx, tokio::time::sleep(after)).await.is_none() {
@@ -205,7 +206,7 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> Jour
                 attempt += 1;
             }
             Decision::GiveUp(_) => {
-                ctx.recorder.given_up();
+                ctx.recorder.given_up(doc.id);
                 return JourneyEnd::GaveUp;
             }
         }

@@ -37,6 +37,12 @@ pub const SECOND_COLUMNS: &[Col<Second>] = &[
     ("documents_given_up", |s| u(s.documents_given_up)),
     ("offered_rate", |s| f(s.offered_rate)),
     ("pages_delivered", |s| u(s.pages_delivered)),
+    ("injected_attempts_done", |s| u(s.injected_attempts_done)),
+    (
+        "injected_attempts_failed",
+        |s| u(s.injected_attempts_failed),
+    ),
+    ("injected_given_up", |s| u(s.injected_given_up)),
     ("slots_total", |s| f(s.slots_total)),
     ("slots_busy", |s| f(s.slots_busy)),
     ("slots_held_by_waiters", |s| f(s.slots_held_by_waiters)),

@@ -329,6 +329,17 @@ pub struct Second {
     /// Pages of the documents completed in this second (what the GPU's work delivered).
     #[serde(default)]
     pub pages_delivered: u64,
+    /// Of the attempt outcomes above, those of documents a trigger injected
+    /// (oversized documents): how many ended and how many of them failed.
+    /// They are the trigger itself, so detection counts the first failure
+    /// customers saw on the other documents.
+    #[serde(default)]
+    pub injected_attempts_done: u64,
+    #[serde(default)]
+    pub injected_attempts_failed: u64,
+    /// Of `documents_given_up`, documents a trigger injected.
+    #[serde(default)]
+    pub injected_given_up: u64,
 
     // --- Scraped from the system under test's /metrics (gauges at the scrape, counters as deltas). ---
     pub slots_total: f64,

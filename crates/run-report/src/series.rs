@@ -39,6 +39,16 @@ pub fn trusted_failure_ratio(s: &Second) -> Option<f64> {
         .flatten()
 }
 
+/// The failure ratio of the attempts of documents no trigger injected (the
+/// customers' own documents), for seconds with at least [`MIN_ATTEMPTS`] of
+/// them completed. An injected oversized document failing is the trigger
+/// itself; this is what the overload did to everybody else.
+pub fn trusted_customer_failure_ratio(s: &Second) -> Option<f64> {
+    let done = completed(s).saturating_sub(s.injected_attempts_done);
+    let failed = failed(s).saturating_sub(s.injected_attempts_failed);
+    (done >= MIN_ATTEMPTS).then(|| failed as f64 / done as f64)
+}
+
 /// A zone's failure ratio in one second, for seconds with at least [`MIN_ATTEMPTS`] requests.
 pub fn zone_trusted_failure_ratio(z: &ZoneSecond) -> Option<f64> {
     (z.requests >= MIN_ATTEMPTS).then(|| z.failures.min(z.requests) as f64 / z.requests as f64)

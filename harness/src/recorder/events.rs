@@ -21,6 +21,7 @@ pub enum Event {
         tenant: String,
     },
     AttemptDone {
+        doc: u64,
         outcome: AttemptOutcome,
         latency_us: u64,
     },
@@ -36,7 +37,9 @@ pub enum Event {
         pages: u32,
         end_to_end_us: u64,
     },
-    GivenUp,
+    GivenUp {
+        doc: u64,
+    },
     Pending,
     JourneyEnded {
         doc: u64,
@@ -70,9 +73,10 @@ impl Recorder {
             Event::Late => self.late(),
             Event::AttemptSent { doc, tenant } => self.attempt_sent_at(when, doc, &tenant),
             Event::AttemptDone {
+                doc,
                 outcome,
                 latency_us,
-            } => self.attempt_done_at(when, outcome, Duration::from_micros(latency_us)),
+            } => self.attempt_done_at(when, doc, outcome, Duration::from_micros(latency_us)),
             Event::AttemptCutOff => self.attempt_cut_off(),
             Event::ResultChecked {
                 doc,
@@ -85,7 +89,7 @@ impl Recorder {
                 pages,
                 end_to_end_us,
             } => self.completed_at(when, &tenant, pages, Duration::from_micros(end_to_end_us)),
-            Event::GivenUp => self.given_up_at(when),
+            Event::GivenUp { doc } => self.given_up_at(when, doc),
             Event::Pending => self.pending(),
             Event::JourneyEnded { doc, how } => self.journey_ended_at(at, doc, how),
         }

@@ -96,6 +96,10 @@ struct Bucket {
     completed: u64,
     pages_delivered: u64,
     given_up: u64,
+    /// Attempt outcomes and give-ups of documents a trigger injected (watched).
+    injected_done: u64,
+    injected_failed: u64,
+    injected_given_up: u64,
     latency: Option<Histogram<u64>>,
 }
 
@@ -277,16 +281,18 @@ impl Recorder {
         });
     }
 
-    pub fn attempt_done(&self, outcome: AttemptOutcome, latency: Duration) {
+    /// An attempt of document `doc` ended with `outcome`.
+    pub fn attempt_done(&self, doc: u64, outcome: AttemptOutcome, latency: Duration) {
         let now = Instant::now();
         self.tap(now, || Event::AttemptDone {
+            doc,
             outcome,
             latency_us: latency.as_micros() as u64,
         });
-        self.attempt_done_at(now, outcome, latency);
+        self.attempt_done_at(now, doc, outcome, latency);
     }
 
-    fn attempt_done_at(&self, now: Instant, outcome: AttemptOutcome, latency: Duration) {
+    fn attempt_done_at(&self, now: Instant, doc: u64, outcome: AttemptOutcome, latency: Duration) {
         let us = (latency.as_micros() as u64).max(1);
         self.with_bucket(now, |b, st| {
             match outcome {
@@ -294,6 +300,12 @@ impl Recorder {
                 AttemptOutcome::Rejected => b.rejected += 1,
                 AttemptOutcome::Timeout => b.timeouts += 1,
                 AttemptOutcome::Error => b.errors += 1,
+            }
+            if st.watched.contains_key(&doc) {
+                b.injected_done += 1;
+                if outcome != AttemptOutcome::Ok {
+                    b.injected_failed += 1;
+                }
             }
             let _ = b.latency.get_or_insert_with(histogram).record(us);
             let _ = st.overall.record(us);
@@ -356,15 +368,19 @@ impl Recorder {
         });
     }
 
-    pub fn given_up(&self) {
+    /// The client of document `doc` gave up.
+    pub fn given_up(&self, doc: u64) {
         let now = Instant::now();
-        self.tap(now, || Event::GivenUp);
-        self.given_up_at(now);
+        self.tap(now, || Event::GivenUp { doc });
+        self.given_up_at(now, doc);
     }
 
-    fn given_up_at(&self, now: Instant) {
+    fn given_up_at(&self, now: Instant, doc: u64) {
         self.with_bucket(now, |b, st| {
             b.given_up += 1;
+            if st.watched.contains_key(&doc) {
+                b.injected_given_up += 1;
+            }
             st.integrity.given_up += 1;
             st.in_flight -= 1;
         });
@@ -480,6 +496,9 @@ impl Recorder {
         row.documents_completed = c.documents_completed;
         row.pages_delivered = c.pages_delivered;
         row.documents_given_up = c.documents_given_up;
+        row.injected_attempts_done = c.injected_attempts_done;
+        row.injected_attempts_failed = c.injected_attempts_failed;
+        row.injected_given_up = c.injected_given_up;
     }
 
     /// Client-side fields of second `t` (the distinct set is folded into a count).
@@ -527,6 +546,9 @@ impl Recorder {
             documents_completed: b.completed,
             pages_delivered: b.pages_delivered,
             documents_given_up: b.given_up,
+            injected_attempts_done: b.injected_done,
+            injected_attempts_failed: b.injected_failed,
+            injected_given_up: b.injected_given_up,
             ..Default::default()
         }
     }

@@ -7,11 +7,11 @@ async fn buckets_by_second_and_accounts_documents() {
     let r = Recorder::new(Instant::now(), 5);
     r.submitted(1, "t1");
     r.attempt_sent(1, "t1");
-    r.attempt_done(AttemptOutcome::Rejected, Duration::from_millis(3));
+    r.attempt_done(1, AttemptOutcome::Rejected, Duration::from_millis(3));
     tokio::time::sleep(Duration::from_millis(1200)).await;
     r.attempt_sent(1, "t1");
     r.attempt_sent(1, "t1");
-    r.attempt_done(AttemptOutcome::Ok, Duration::from_millis(10));
+    r.attempt_done(1, AttemptOutcome::Ok, Duration::from_millis(10));
     r.result_checked(1, true, 5, 5);
     r.completed("t1", 3, Duration::from_millis(1200));
     let s0 = r.second(0);
@@ -59,6 +59,35 @@ async fn watched_documents_end_when_their_last_journey_does() {
     assert_eq!(last, Duration::from_millis(1500));
     assert_eq!(counts, [1, 1, 1]);
     assert_eq!(r.watched_ended(&[4]), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn outcomes_of_injected_documents_are_counted_apart() {
+    // Document 7 is a trigger's (watched); 1 is an ordinary customer's.
+    let r = Recorder::new(Instant::now(), 2);
+    r.watch([7]);
+    for doc in [1, 7] {
+        r.submitted(doc, "t");
+        r.attempt_sent(doc, "t");
+    }
+    r.attempt_done(7, AttemptOutcome::Timeout, Duration::from_millis(900));
+    r.attempt_done(1, AttemptOutcome::Rejected, Duration::from_millis(3));
+    r.attempt_done(7, AttemptOutcome::Ok, Duration::from_millis(5));
+    r.given_up(7);
+    r.given_up(1);
+    let s = r.second(0);
+    assert_eq!(
+        (s.ok, s.rejected, s.timeouts, s.documents_given_up),
+        (1, 1, 1, 2)
+    );
+    assert_eq!(
+        (
+            s.injected_attempts_done,
+            s.injected_attempts_failed,
+            s.injected_given_up
+        ),
+        (2, 1, 1)
+    );
 }
 
 #[test]

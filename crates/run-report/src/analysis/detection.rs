@@ -13,6 +13,14 @@
 //! is above `analysis.customer_failure_threshold`, or in which a document
 //! was given up. Warm-up seconds are skipped for the same reason the verdict
 //! skips them: a cold system's first second is not the incident.
+//!
+//! Both are counted on the documents no trigger injected. An injected
+//! oversized document that cannot finish within its client's timeout fails
+//! the moment it arrives: that is the trigger, not yet the overload, and no
+//! rule on a cause could ever lead it. What the SRE asks is whether the
+//! alerts fire before the trigger hurts everybody else (seed 000: the
+//! workers "rejected unrelated requests"); the first failure of the injected
+//! documents is reported beside it.
 
 use crate::analysis::waves::detect_waves;
 use crate::model::{AlertHistory, AnalysisConfig, VariantRun};
@@ -25,6 +33,9 @@ pub struct Detection {
     pub first_customer_failure_s: Option<f64>,
     /// Why that second counts, in words.
     pub customer_failure_reason: String,
+    /// The first second (after the warm-up) in which an attempt of a
+    /// document a trigger injected failed, or one was given up; `None`: none did.
+    pub first_injected_failure_s: Option<f64>,
     /// First second of the first wave after the warm-up; `None`: no wave.
     pub first_wave_s: Option<f64>,
     pub alerts: Vec<AlertTiming>,
@@ -68,6 +79,7 @@ pub fn detect(v: &VariantRun, cfg: &AnalysisConfig) -> Detection {
     Detection {
         first_customer_failure_s: first,
         customer_failure_reason: reason,
+        first_injected_failure_s: first_injected_failure(v, cfg),
         first_wave_s: first_wave,
         alerts,
     }
@@ -80,18 +92,19 @@ fn first_customer_failure(v: &VariantRun, cfg: &AnalysisConfig) -> (Option<f64>,
         .iter()
         .filter(|s| s.t >= cfg.warmup_s && f64::from(s.t) < end)
     {
-        if s.documents_given_up > 0 {
+        let given_up = s.documents_given_up.saturating_sub(s.injected_given_up);
+        if given_up > 0 {
             return (
                 Some(f64::from(s.t)),
-                format!("{} document(s) given up", s.documents_given_up),
+                format!("{given_up} customer document(s) given up"),
             );
         }
-        if let Some(r) = series::trusted_failure_ratio(s) {
+        if let Some(r) = series::trusted_customer_failure_ratio(s) {
             if r > cfg.customer_failure_threshold {
                 return (
                     Some(f64::from(s.t)),
                     format!(
-                        "client-visible failure ratio {:.0} % > {:.0} %",
+                        "client-visible failure ratio of the customers' documents {:.0} % > {:.0} %",
                         r * 100.0,
                         cfg.customer_failure_threshold * 100.0
                     ),
@@ -100,6 +113,15 @@ fn first_customer_failure(v: &VariantRun, cfg: &AnalysisConfig) -> (Option<f64>,
         }
     }
     (None, "customers saw no failure".into())
+}
+
+fn first_injected_failure(v: &VariantRun, cfg: &AnalysisConfig) -> Option<f64> {
+    let end = v.load_end_s.unwrap_or(f64::INFINITY);
+    v.seconds
+        .iter()
+        .filter(|s| s.t >= cfg.warmup_s && f64::from(s.t) < end)
+        .find(|s| s.injected_attempts_failed > 0 || s.injected_given_up > 0)
+        .map(|s| f64::from(s.t))
 }
 
 fn timing(a: &AlertHistory, first_failure: Option<f64>, first_wave: Option<f64>) -> AlertTiming {
@@ -287,6 +309,37 @@ mod tests {
             alert_metric(&calm, &cfg, "alert_wave_lead_s", Some("Cause"))
                 .unwrap_err()
                 .contains("no wave")
+        );
+    }
+
+    #[test]
+    fn the_triggers_own_documents_failing_is_not_yet_a_customer_failure() {
+        // From 7 s an injected oversized document times out every second and
+        // is given up at 9 s: the trigger. Customers' documents fail from 11 s.
+        let mut v = run(Some(11), vec![alert("Cause", &[], &[(8.0, 25.0)])]);
+        for s in v.seconds.iter_mut().filter(|s| (7..11).contains(&s.t)) {
+            s.ok = 20;
+            s.rejected = 0;
+            s.timeouts = 5;
+            s.injected_attempts_done = 5;
+            s.injected_attempts_failed = 5;
+        }
+        v.seconds[9].documents_given_up = 1;
+        v.seconds[9].injected_given_up = 1;
+        let d = detect(&v, &AnalysisConfig::default());
+        assert_eq!(d.first_injected_failure_s, Some(7.0));
+        assert_eq!(d.first_customer_failure_s, Some(11.0));
+        assert!(d.customer_failure_reason.contains("customers' documents"));
+        assert_eq!(d.alerts[0].lead_s, Some(3.0));
+        // The same failures on customers' documents count at once.
+        for s in v.seconds.iter_mut() {
+            s.injected_attempts_done = 0;
+            s.injected_attempts_failed = 0;
+            s.injected_given_up = 0;
+        }
+        assert_eq!(
+            detect(&v, &AnalysisConfig::default()).first_customer_failure_s,
+            Some(7.0)
         );
     }
 

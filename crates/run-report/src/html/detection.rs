@@ -38,13 +38,14 @@ pub(crate) fn section(h: &mut String, run: &RunData) {
          harness's client-side series). Lead time = first customer-visible failure − the second of the first firing; \
          positive means the rule caught the problem before customers saw it. Lead over the wave = the \
          first wave's first second − first firing: whether the rule recognised the overload before the \
-         majority of requests failed (a trigger can hurt its own slowest documents within the second it \
-         lands, before any scraped cause can be seen). First customer-visible \
-         failure: the first second after the warm-up whose client-visible failure ratio is above ",
+         majority of requests failed. First customer-visible \
+         failure: the first second after the warm-up whose client-visible failure ratio of the customers' \
+         documents (those no trigger injected: an injected oversized document that cannot finish within \
+         its client's timeout fails as it lands, which is the trigger, not yet the overload) is above ",
     );
     let _ = writeln!(
         h,
-        "{:.0} % (<code>analysis.customer_failure_threshold</code>) or in which a document was given up.</p>",
+        "{:.0} % (<code>analysis.customer_failure_threshold</code>) or in which one of them was given up.</p>",
         run.analysis.customer_failure_threshold * 100.0
     );
     for v in &run.variants {
@@ -55,13 +56,17 @@ pub(crate) fn section(h: &mut String, run: &RunData) {
         let fired = d.alerts.iter().filter(|a| a.fired()).count();
         let _ = write!(
             h,
-            "<h3>{}</h3>\n<p>First customer-visible failure: <b>{}</b>{}. First wave: <b>{}</b>. Alerts fired: <b>{fired}</b> of {}.</p>\n",
+            "<h3>{}</h3>\n<p>First customer-visible failure: <b>{}</b>{}.{} First wave: <b>{}</b>. Alerts fired: <b>{fired}</b> of {}.</p>\n",
             escape(&v.name),
             secs(d.first_customer_failure_s),
             if d.first_customer_failure_s.is_some() {
                 format!(" ({})", escape(&d.customer_failure_reason))
             } else {
                 String::new()
+            },
+            match d.first_injected_failure_s {
+                Some(t) => format!(" The trigger's own documents first failed at {}.", secs(Some(t))),
+                None => String::new(),
             },
             secs(d.first_wave_s),
             d.alerts.len()
