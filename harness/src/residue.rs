@@ -370,9 +370,9 @@ mod tests {
         let w = plan(&e, "before-fix");
         // The cache fill at 0 s is a standing condition (trigger: false).
         let sizes: Vec<usize> = w.iter().map(|t| t.documents.len()).collect();
-        assert_eq!(sizes, vec![5, 5, 7, 7, 7]);
+        assert_eq!(sizes, vec![10, 10, 10, 12, 12]);
         // Spread over 4 s: the trigger lasts until its last document arrives.
-        assert_eq!(w[0].undone, Some(Duration::from_millis(10_200)));
+        assert_eq!(w[0].undone, Some(Duration::from_millis(10_600)));
         // The documents watched are the ones the runner submits, with their pages.
         let cap = crate::runner::Capacity {
             pages_per_sec: 400.0,
@@ -402,7 +402,7 @@ mod tests {
         ))
         .unwrap()
         .replace(
-            "  - { at: 7s, fault: { oversized_documents: { tenant: t7, count: 5, min_pages: 400, max_pages: 700, spread: 4s } } }\n  - { at: 30s",
+            "  - { at: 7s, fault: { oversized_documents: { tenant: t7, count: 10, min_pages: 100, max_pages: 200, spread: 4s } } }\n  - { at: 30s",
             "  - { at: 7s, fault: { cache_flush: { share: 1.0 } } }\n  - { at: 30s",
         );
         let file = format!(
