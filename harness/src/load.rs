@@ -8,8 +8,8 @@
 //! attempts, it cost five times more per request), and reports every attempt back to goose
 //! (`record_custom_request_duration`, in batches: `journey::Reports`) while
 //! the harness's own recorder keeps the per-second series. If the in-flight
-//! cap is reached (journeys spawned and not ended) the arrival waits, and
-//! the lateness is counted, never dropped silently.
+//! cap is reached the arrival waits, and the lateness is counted, never
+//! dropped silently.
 //!
 //! goose's run time is not a hard limit and spawned tasks would outlive it,
 //! so the scheduler stops arrivals at the load's end itself and waits for
@@ -206,22 +206,17 @@ async fn scheduler(
             }
         }
         // Open loop with a safety cap: if too many journeys are in flight the
-        // arrival waits, and is counted as late. Journeys spawned but not yet
-        // started count too (the recorder sees a journey only once it runs).
-        while tasks.try_join_next().is_some() {}
-        if tasks.len() as u64 >= plan.max_in_flight {
+        // arrival waits, and is counted as late.
+        if ctx.recorder.in_flight() >= plan.max_in_flight {
             ctx.recorder.late();
-            // Woken by the first journey that ends, not by polling.
-            while tasks.len() as u64 >= plan.max_in_flight && !plan.stop.is_set() {
+            while ctx.recorder.in_flight() >= plan.max_in_flight && !plan.stop.is_set() {
                 tokio::select! {
-                    _ = tasks.join_next() => {},
+                    _ = tokio::time::sleep(Duration::from_millis(5)) => {},
                     _ = reports.ready() => record(user, &reports, &mut batch).await,
-                    _ = flush.tick() => record(user, &reports, &mut batch).await,
-                    _ = plan.stop.wait() => {},
                 }
-                while tasks.try_join_next().is_some() {}
             }
         }
+        while tasks.try_join_next().is_some() {}
         // Boxed: the journey's future is a few KB (its attempt's HTTP
         // request inside); tokio copies a task's future into its cell when
         // spawned and its stage again when it finishes and is joined. A box
