@@ -26,7 +26,7 @@
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::client::conn::http1::SendRequest;
-use hyper::header::{HeaderValue, CONTENT_TYPE, HOST, LOCATION, RETRY_AFTER};
+use hyper::header::{HeaderName, HeaderValue, CONTENT_TYPE, HOST, LOCATION, RETRY_AFTER};
 use hyper::{Method, Request, Uri};
 use hyper_util::rt::TokioIo;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,6 +38,10 @@ use tokio::time::Instant;
 /// An answer's body larger than this is a broken answer (the service's are
 /// a few hundred bytes); it bounds the memory a hostile target can take.
 const MAX_BODY: usize = 16 << 20;
+
+/// The system's millisecond Retry-After, as a header name built once: a
+/// lookup by `&str` parses the name again on every answer.
+const RETRY_AFTER_MS: HeaderName = HeaderName::from_static(sut::RETRY_AFTER_MS);
 
 /// Why a target URL cannot be driven by this client.
 #[derive(Debug, thiserror::Error)]
@@ -148,16 +152,22 @@ impl HttpClient {
             req.headers_mut()
                 .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
-        let head = tokio::time::timeout_at(deadline, self.send(req)).await;
-        let (resp, conn) = match head {
-            Err(_) => return Err(NoAnswer::Timeout),
-            Ok(Err(())) => return Err(NoAnswer::Transport),
-            Ok(Ok(r)) => r,
+        // One timer for the whole attempt (head and body), not one per
+        // phase: each timer is registered in and removed from tokio's wheel.
+        let expired = tokio::time::sleep_until(deadline);
+        tokio::pin!(expired);
+        let (resp, conn) = tokio::select! {
+            biased;
+            r = self.send(req) => match r {
+                Ok(r) => r,
+                Err(()) => return Err(NoAnswer::Transport),
+            },
+            _ = &mut expired => return Err(NoAnswer::Timeout),
         };
         let status = resp.status().as_u16();
         let h = resp.headers();
         let retry_after = retry_after(
-            h.get(sut::RETRY_AFTER_MS).and_then(|v| v.to_str().ok()),
+            h.get(&RETRY_AFTER_MS).and_then(|v| v.to_str().ok()),
             h.get(RETRY_AFTER).and_then(|v| v.to_str().ok()),
         );
         let location = h
@@ -165,14 +175,17 @@ impl HttpClient {
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
         let read = Limited::new(resp.into_body(), MAX_BODY).collect();
-        let body = match tokio::time::timeout_at(deadline, read).await {
-            Err(_) => Err(BodyError::Timeout),
-            Ok(Err(_)) => Err(BodyError::Broken),
-            Ok(Ok(b)) => {
-                // Read to its end: the connection can serve the next request.
-                self.put_back(conn);
-                Ok(b.to_bytes())
-            }
+        let body = tokio::select! {
+            biased;
+            r = read => match r {
+                Err(_) => Err(BodyError::Broken),
+                Ok(b) => {
+                    // Read to its end: the connection can serve the next request.
+                    self.put_back(conn);
+                    Ok(b.to_bytes())
+                }
+            },
+            _ = &mut expired => Err(BodyError::Timeout),
         };
         Ok(Answer {
             status,
@@ -211,20 +224,39 @@ impl HttpClient {
     /// A ready connection: an idle one, else a new one in a free slot, else
     /// the first that frees. `true` with a new connection.
     async fn checkout(&self) -> Result<(Conn, bool), ()> {
+        // Most attempts find an idle connection: take it without joining
+        // the waiters' list (a lock to join and another to leave).
+        if let Some(c) = self.take_ready().await {
+            return Ok((c, false));
+        }
         loop {
+            // Registered before looking, so a connection put back or a slot
+            // freed in between wakes this waiter.
             let freed = self.freed.notified();
             tokio::pin!(freed);
             freed.as_mut().enable();
-            while let Some(mut c) = self.pop_idle() {
-                if c.ready().await.is_ok() {
-                    return Ok((c, false));
-                }
+            if let Some(c) = self.take_ready().await {
+                return Ok((c, false));
             }
             if let Ok(slot) = self.slots.clone().try_acquire_owned() {
-                return self.connect(slot).await.map(|c| (c, true));
+                // Boxed: connecting (resolve, TCP connect, handshake) is a
+                // large future and happens at most once per slot; inline it
+                // would make every attempt's future, and every journey's
+                // task, that much larger to create and copy.
+                return Box::pin(self.connect(slot)).await.map(|c| (c, true));
             }
             freed.await;
         }
+    }
+
+    /// An idle connection still able to send; closed ones are dropped.
+    async fn take_ready(&self) -> Option<Conn> {
+        while let Some(mut c) = self.pop_idle() {
+            if c.ready().await.is_ok() {
+                return Some(c);
+            }
+        }
+        None
     }
 
     fn pop_idle(&self) -> Option<Conn> {
@@ -281,7 +313,7 @@ pub fn retry_after(ms: Option<&str>, secs: Option<&str>) -> Option<Duration> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -353,6 +385,19 @@ mod tests {
         (url, accepted)
     }
 
+    /// A listener that accepts connections and never answers: its URL.
+    pub(crate) async fn silent_server() -> String {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        tokio::spawn(async move {
+            let mut keep = Vec::new();
+            loop {
+                keep.push(l.accept().await.unwrap());
+            }
+        });
+        url
+    }
+
     #[tokio::test]
     async fn error_bodies_are_read_and_connections_reused_within_the_bound() {
         let (url, accepted) = busy_server().await;
@@ -408,15 +453,7 @@ mod tests {
             )
             .await;
         assert_eq!(r.unwrap_err(), NoAnswer::Transport);
-        // A listener that accepts and never answers.
-        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", l.local_addr().unwrap());
-        let _held = tokio::spawn(async move {
-            let mut keep = Vec::new();
-            loop {
-                keep.push(l.accept().await.unwrap());
-            }
-        });
+        let url = silent_server().await;
         let c = HttpClient::new(&url, 2).unwrap();
         let r = c
             .request(

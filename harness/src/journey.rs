@@ -18,11 +18,14 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use retry_policy::{Decision, Failure, RetryPolicy};
 use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::Duration;
 use sut::config::PageConfig;
 use sut::ExtractResponse;
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// One attempt, for goose's own statistics.
@@ -31,6 +34,56 @@ pub struct AttemptReport {
     pub latency: Duration,
     pub success: bool,
     pub status: Option<u16>,
+}
+
+/// The attempts' reports for goose, collected for the arrival scheduler
+/// (goose's user) to record in batches.
+///
+/// A channel message per attempt woke the scheduler's task once per attempt,
+/// often from another worker thread (a futex wake-up in the kernel). Here a
+/// journey wakes it only once [`Reports::BATCH`] reports are waiting; the
+/// scheduler also records them at each of its own wake-ups and at least
+/// every [`Reports::FLUSH`], so goose hears of an attempt a few ms later at
+/// most. Nothing is dropped: the scheduler records the last ones after the
+/// last journey has ended.
+#[derive(Default)]
+pub struct Reports {
+    batch: Mutex<Vec<AttemptReport>>,
+    ready: Notify,
+}
+
+impl Reports {
+    /// Reports gathered before a journey wakes the scheduler.
+    pub const BATCH: usize = 64;
+    /// The longest a report waits to be recorded while the scheduler idles.
+    pub const FLUSH: Duration = Duration::from_millis(10);
+
+    pub fn push(&self, r: AttemptReport) {
+        let mut batch = self.batch.lock().expect("reports lock");
+        batch.push(r);
+        if batch.len() == Self::BATCH {
+            self.ready.notify_one();
+        }
+    }
+
+    /// Resolves once a full batch is waiting (possibly already taken).
+    pub async fn ready(&self) {
+        self.ready.notified().await
+    }
+
+    /// Swaps the reports gathered so far into `into` (emptied first), so
+    /// the two buffers are reused instead of allocated per batch.
+    pub fn take(&self, into: &mut Vec<AttemptReport>) {
+        into.clear();
+        std::mem::swap(&mut *self.batch.lock().expect("reports lock"), into);
+    }
+}
+
+/// The variant's end, announced to every journey at once.
+#[derive(Default)]
+struct Ending {
+    ended: AtomicBool,
+    notify: Notify,
 }
 
 /// What every journey of a variant shares.
@@ -48,9 +101,12 @@ pub struct JourneyContext {
     /// The page function's parameters, for the reference computation.
     pub page: PageConfig,
     pub seed: u64,
-    pub reports: mpsc::UnboundedSender<AttemptReport>,
+    /// Every attempt's report for goose.
+    pub reports: Arc<Reports>,
     /// Cuts every journey off early (Ctrl-C, dead system under test).
     pub stop: Arc<crate::interrupt::StopSignal>,
+    /// Set once the variant has ended for the journeys (see `watch_end`).
+    ending: Ending,
     /// One retry policy (its state and budget) per client: a document
     /// belongs to client `id % clients_per_tenant` of its tenant. Keyed by
     /// tenant, then client, so a lookup borrows the tenant's name instead of
@@ -62,7 +118,7 @@ impl JourneyContext {
     pub fn new(
         http: HttpClient,
         settings: &crate::load::JourneySettings,
-        reports: mpsc::UnboundedSender<AttemptReport>,
+        reports: Arc<Reports>,
         stop: Arc<crate::interrupt::StopSignal>,
     ) -> Self {
         JourneyContext {
@@ -77,7 +133,21 @@ impl JourneyContext {
             reports,
             stop,
             policies: Mutex::new(HashMap::new()),
+            ending: Ending::default(),
         }
+    }
+
+    /// Waits for the variant's end (the hard stop or the stop signal) and
+    /// cuts every journey off: whoever runs journeys on this context runs
+    /// this beside them (`load::scheduler` does). Each journey still checks
+    /// both itself before every attempt.
+    pub async fn watch_end(&self) {
+        tokio::select! {
+            _ = tokio::time::sleep_until(self.hard_stop) => {},
+            _ = self.stop.wait() => {},
+        }
+        self.ending.ended.store(true, Ordering::Release);
+        self.ending.notify.notify_waiters();
     }
 
     /// The retry policy of the client `doc` belongs to: its own state and
@@ -124,19 +194,6 @@ pub async fn run(ctx: Arc<JourneyContext>, doc: Document, planned: Instant) {
     ctx.recorder.journey_ended(doc.id, end);
 }
 
-/// Waits for `fut` unless the variant ends first (its hard stop, or the stop
-/// signal): `None` then, and the journey is cut off.
-async fn until_end<T>(
-    ctx: &JourneyContext,
-    fut: impl std::future::Future<Output = T>,
-) -> Option<T> {
-    tokio::select! {
-        v = fut => Some(v),
-        _ = tokio::time::sleep_until(ctx.hard_stop) => None,
-        _ = ctx.stop.wait() => None,
-    }
-}
-
 /// Runs the journey; `Pending` means the variant ended first (counted by the caller).
 async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> JourneyEnd {
     let policy = ctx.policy(doc);
@@ -151,63 +208,133 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> Jour
     }
     // Prepared once per document: every attempt sends the same bytes.
     let body = request_body(doc);
+    // When the attempt now waiting for its answer was sent (its latency's
+    // start), for the report of an attempt the variant's end cuts off.
+    let mut in_flight = None;
+    // One watch on the variant's end for the whole journey, not one per
+    // attempt and per retry pause: each was a timer registered in tokio's
+    // wheel and a subscription to the stop signal.
+    let ended = {
+        let attempts = attempts(ctx, doc, planned, &policy, &mut rng, &body, &mut in_flight);
+        // The end first: a journey woken by both its answer (or a freed
+        // connection slot) and the end must not start anything more.
+        tokio::select! {
+            biased;
+            _ = variant_end(ctx) => None,
+            r = attempts => Some(r),
+        }
+    };
+    match ended {
+        Some(Ok(resp)) => {
+            verify(ctx, doc, &resp).await;
+            policy.on_success(std::time::Instant::now());
+            ctx.recorder
+                .completed(&doc.tenant, doc.pages, planned.elapsed());
+            JourneyEnd::Completed
+        }
+        Some(Err(end)) => end,
+        None => {
+            if let Some(sent) = in_flight {
+                // Sent (it may or may not have reached the system) but never
+                // answered before the end: goose hears of it as a failed
+                // request, so its count still covers every attempt that left.
+                ctx.reports.push(AttemptReport {
+                    latency: sent.elapsed(),
+                    success: false,
+                    status: None,
+                });
+                ctx.recorder.attempt_cut_off();
+            }
+            JourneyEnd::Pending
+        }
+    }
+}
+
+/// Resolves when the variant ends for the journeys: its hard stop, or the
+/// stop signal, as [`JourneyContext::watch_end`] announces it.
+///
+/// It is polled every time the journey's task wakes (3-4 times an attempt).
+/// A timer and a watch of the stop signal per journey, polled at each
+/// wake-up, cost about 1,200 instructions an attempt (callgrind); here one
+/// task watches both for all journeys, and once the notification has this
+/// task's waker a poll reads one flag. It is polled again only if the waker
+/// is not the one it holds.
+async fn variant_end(ctx: &JourneyContext) {
+    // Created before the flag is read: `notify_waiters` completes it even
+    // if it was never polled.
+    let ended = ctx.ending.notify.notified();
+    tokio::pin!(ended);
+    let mut registered: Option<std::task::Waker> = None;
+    std::future::poll_fn(|cx| {
+        if ctx.ending.ended.load(Ordering::Acquire) {
+            return Poll::Ready(());
+        }
+        if !registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            if ended.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(());
+            }
+            registered = Some(cx.waker().clone());
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+/// The journey's attempts until one is answered with a result (`Ok`, to be
+/// checked), the policy gives up, or the variant's end is reached between
+/// attempts. `in_flight` holds the send time of the attempt awaiting its
+/// answer, so the caller can report it if the end cuts it off.
+async fn attempts(
+    ctx: &JourneyContext,
+    doc: &Document,
+    planned: Instant,
+    policy: &RetryPolicy,
+    rng: &mut StdRng,
+    body: &Bytes,
+    in_flight: &mut Option<Instant>,
+) -> Result<ExtractResponse, JourneyEnd> {
     let mut attempt = 1u32;
     let mut measured_from = planned;
     loop {
         if Instant::now() >= ctx.hard_stop || ctx.stop.is_set() {
-            return JourneyEnd::Pending;
+            return Err(JourneyEnd::Pending);
         }
         if attempt == 1 {
             ctx.recorder.first_sent(planned.elapsed());
         }
         ctx.recorder.attempt_sent(doc.id, &doc.tenant);
-        let Some(outcome) = until_end(ctx, send(ctx, doc, &body)).await else {
-            // Sent (it may or may not have reached the system) but never
-            // answered before the end: goose hears of it as a failed request,
-            // so its count still covers every attempt that left.
-            let _ = ctx.reports.send(AttemptReport {
-                latency: measured_from.elapsed(),
-                success: false,
-                status: None,
-            });
-            ctx.recorder.attempt_cut_off();
-            return JourneyEnd::Pending;
-        };
+        *in_flight = Some(measured_from);
+        let outcome = send(ctx, doc, body).await;
+        *in_flight = None;
         let latency = measured_from.elapsed();
         let (kind, failure, status) = match outcome {
             (Attempt::Ok(resp), status) => {
-                let _ = ctx.reports.send(AttemptReport {
+                ctx.reports.push(AttemptReport {
                     latency,
                     success: true,
                     status,
                 });
                 ctx.recorder
                     .attempt_done(doc.id, AttemptOutcome::Ok, latency);
-                verify(ctx, doc, &resp).await;
-                policy.on_success(std::time::Instant::now());
-                ctx.recorder
-                    .completed(&doc.tenant, doc.pages, planned.elapsed());
-                return JourneyEnd::Completed;
+                return Ok(resp);
             }
             (Attempt::Failed(kind, failure), status) => (kind, failure, status),
         };
-        let _ = ctx.reports.send(AttemptReport {
+        ctx.reports.push(AttemptReport {
             latency,
             success: false,
             status,
         });
         ctx.recorder.attempt_done(doc.id, kind, latency);
-        match policy.on_failure(attempt, failure, std::time::Instant::now(), &mut rng) {
+        match policy.on_failure(attempt, failure, std::time::Instant::now(), rng) {
             Decision::Retry { after } => {
-                if until_end(ctx, tokio::time::sleep(after)).await.is_none() {
-                    return JourneyEnd::Pending;
-                }
+                tokio::time::sleep(after).await;
                 measured_from = Instant::now();
                 attempt += 1;
             }
             Decision::GiveUp(_) => {
                 ctx.recorder.given_up(doc.id);
-                return JourneyEnd::GaveUp;
+                return Err(JourneyEnd::GaveUp);
             }
         }
     }
@@ -337,11 +464,10 @@ mod tests {
             },
             seed: 1,
         };
-        let (tx, _rx) = mpsc::unbounded_channel();
         JourneyContext::new(
             HttpClient::new("http://127.0.0.1:9", 4).unwrap(),
             &settings,
-            tx,
+            Arc::default(),
             Arc::new(crate::interrupt::StopSignal::default()),
         )
     }
@@ -381,5 +507,55 @@ mod tests {
         assert_eq!(ctx.policy(&doc(1, "t1")).config().max_attempts, 1);
         assert_eq!(ctx.timeout_for(&doc(1, "t7")), Duration::from_secs(5));
         assert_eq!(ctx.timeout_for(&doc(1, "t1")), Duration::from_secs(1));
+    }
+
+    /// An attempt in flight when the variant ends is cut off by the one
+    /// end watch: reported to goose as a failure, counted as cut off, and
+    /// its journey as pending.
+    #[tokio::test]
+    async fn the_variants_end_cuts_an_attempt_in_flight_off() {
+        let url = crate::http::tests::silent_server().await;
+        let settings = crate::load::JourneySettings {
+            recorder: Arc::new(Recorder::new(Instant::now(), 60)),
+            clients: crate::experiment::ClientBehaviour::synchronous(
+                retry_policy::RetryConfig::no_retries(),
+                Duration::from_secs(30),
+            ),
+            hard_stop: Instant::now() + Duration::from_secs(30),
+            page: PageConfig {
+                words: 1,
+                rounds: 1,
+            },
+            seed: 1,
+        };
+        let reports = Arc::new(Reports::default());
+        let stop = Arc::new(crate::interrupt::StopSignal::default());
+        let ctx = Arc::new(JourneyContext::new(
+            HttpClient::new(&url, 4).unwrap(),
+            &settings,
+            reports.clone(),
+            stop.clone(),
+        ));
+        let end = tokio::spawn({
+            let ctx = ctx.clone();
+            async move { ctx.watch_end().await }
+        });
+        let journey = tokio::spawn(run(ctx.clone(), doc(1, "t1"), Instant::now()));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!journey.is_finished());
+        stop.trigger("test");
+        tokio::time::timeout(Duration::from_secs(5), journey)
+            .await
+            .expect("cut off at once")
+            .unwrap();
+        end.await.unwrap();
+        let mut got = Vec::new();
+        reports.take(&mut got);
+        assert_eq!(got.len(), 1);
+        assert!(!got[0].success && got[0].status.is_none());
+        assert!(got[0].latency >= Duration::from_millis(200));
+        assert_eq!(ctx.recorder.attempts_cut_off(), 1);
+        let integrity = ctx.recorder.integrity();
+        assert_eq!((integrity.submitted, integrity.pending), (1, 1));
     }
 }

@@ -6,9 +6,10 @@
 //! planned arrival it spawns the document's journey on the load path's own
 //! HTTP/1.1 client (`http.rs`; goose's reqwest client is not used for
 //! attempts, it cost five times more per request), and reports every attempt back to goose
-//! (`record_custom_request_duration`) while the harness's own recorder keeps
-//! the per-second series. If the in-flight cap is reached the arrival waits,
-//! and the lateness is counted, never dropped silently.
+//! (`record_custom_request_duration`, in batches: `journey::Reports`) while
+//! the harness's own recorder keeps the per-second series. If the in-flight
+//! cap is reached the arrival waits, and the lateness is counted, never
+//! dropped silently.
 //!
 //! goose's run time is not a hard limit and spawned tasks would outlive it,
 //! so the scheduler stops arrivals at the load's end itself and waits for
@@ -16,14 +17,13 @@
 //! of this variant reaches the system after `drive` returns.
 
 use crate::interrupt::StopSignal;
-use crate::journey::{self, AttemptReport, JourneyContext};
+use crate::journey::{self, AttemptReport, JourneyContext, Reports};
 use crate::workload::Document;
 use goose::config::GooseConfiguration;
 use goose::prelude::*;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -168,13 +168,22 @@ async fn scheduler(
     plan: LoadPlan,
     http: crate::http::HttpClient,
 ) -> Result<(u64, u64), Box<TransactionError>> {
-    let (tx, mut rx) = mpsc::unbounded_channel::<AttemptReport>();
+    let reports = Arc::new(Reports::default());
     let ctx = Arc::new(JourneyContext::new(
         http,
         &plan.journeys,
-        tx,
+        reports.clone(),
         plan.stop.clone(),
     ));
+    // One task cuts every journey off at the variant's end.
+    let end = tokio::spawn({
+        let ctx = ctx.clone();
+        async move { ctx.watch_end().await }
+    });
+    let mut batch = Vec::new();
+    // Records goose's reports while the scheduler would otherwise sleep.
+    let mut flush = tokio::time::interval(Reports::FLUSH);
+    flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut tasks = JoinSet::new();
     let mut spawned = 0u64;
     for doc in plan.documents {
@@ -182,11 +191,18 @@ async fn scheduler(
         if due >= plan.load_end || plan.stop.is_set() {
             break;
         }
-        // Wait for the planned time, recording goose reports meanwhile.
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep_until(due) => break,
-                Some(r) = rx.recv() => record(user, r).await,
+        // Wait for the planned time, recording goose reports meanwhile. An
+        // arrival already due (the scheduler is behind) takes no timer.
+        if due > Instant::now() {
+            let sleep = tokio::time::sleep_until(due);
+            tokio::pin!(sleep);
+            loop {
+                tokio::select! {
+                    biased;
+                    _ = &mut sleep => break,
+                    _ = reports.ready() => record(user, &reports, &mut batch).await,
+                    _ = flush.tick() => record(user, &reports, &mut batch).await,
+                }
             }
         }
         // Open loop with a safety cap: if too many journeys are in flight the
@@ -196,41 +212,58 @@ async fn scheduler(
             while ctx.recorder.in_flight() >= plan.max_in_flight && !plan.stop.is_set() {
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_millis(5)) => {},
-                    Some(r) = rx.recv() => record(user, r).await,
+                    _ = reports.ready() => record(user, &reports, &mut batch).await,
                 }
             }
         }
         while tasks.try_join_next().is_some() {}
-        tasks.spawn(journey::run(ctx.clone(), doc, due));
+        // Boxed: the journey's future is a few KB (its attempt's HTTP
+        // request inside); tokio copies a task's future into its cell when
+        // spawned and its stage again when it finishes and is joined. A box
+        // is copied once and those moves copy a pointer.
+        tasks.spawn(Box::pin(journey::run(ctx.clone(), doc, due)));
         spawned += 1;
+        // Behind schedule nothing above waits: give the worker back now and
+        // then, as the timer did, so the journeys spawned here get to run.
+        tokio::task::consume_budget().await;
+        // Behind schedule the loop may never wait: record what has gathered
+        // here too, so goose's reports do not pile up until the arrivals end.
+        if spawned.is_multiple_of(Reports::BATCH as u64) {
+            record(user, &reports, &mut batch).await;
+        }
     }
     // Drain: every journey ends by hard_stop on its own.
     loop {
         tokio::select! {
             j = tasks.join_next() => if j.is_none() { break },
-            Some(r) = rx.recv() => record(user, r).await,
+            _ = reports.ready() => record(user, &reports, &mut batch).await,
+            _ = flush.tick() => record(user, &reports, &mut batch).await,
         }
     }
+    end.abort();
     let connections = ctx.http.connections_opened();
     drop(ctx);
-    while let Ok(r) = rx.try_recv() {
-        record(user, r).await;
-    }
+    // The last journeys' reports.
+    record(user, &reports, &mut batch).await;
     Ok((spawned, connections))
 }
 
-async fn record(user: &mut GooseUser, r: AttemptReport) {
-    let error = (!r.success).then_some("not served");
-    let _ = user
-        .record_custom_request_duration(
-            "POST",
-            "/v1/extract",
-            r.latency,
-            r.success,
-            r.status,
-            error,
-        )
-        .await;
+/// Records every report gathered so far with goose.
+async fn record(user: &mut GooseUser, reports: &Reports, batch: &mut Vec<AttemptReport>) {
+    reports.take(batch);
+    for r in batch.drain(..) {
+        let error = (!r.success).then_some("not served");
+        let _ = user
+            .record_custom_request_duration(
+                "POST",
+                "/v1/extract",
+                r.latency,
+                r.success,
+                r.status,
+                error,
+            )
+            .await;
+    }
 }
 
 /// Time to wait after the load ends for journeys still retrying.

@@ -8,9 +8,13 @@
 //! recorder and the HTTP client, with the endpoint in this process, outside
 //! what is counted) runs under `valgrind --tool=callgrind` to two attempt
 //! counts, and the difference in instructions over the difference in
-//! attempts removes start-up and teardown. wrk runs under callgrind too, for
+//! attempts removes start-up and teardown. It runs in two shapes: the storm
+//! (1,000 journeys retrying: the cost of an attempt) and the ceiling's
+//! arrivals (a journey per attempt, no retries: what the ceiling step times,
+//! where each attempt also pays for its journey). wrk runs under callgrind too, for
 //! the reference's instructions per request. Without valgrind the step is
-//! skipped, and says so.
+//! skipped, and says so. With `HARNESS_BENCH_CALLGRIND_DIR` set, the
+//! callgrind files are kept there (for `callgrind_annotate`), else deleted.
 
 use super::{memory, server};
 use anyhow::{bail, Context};
@@ -19,12 +23,19 @@ use std::process::{Command, Stdio};
 
 /// The two attempt counts of the storm child (the difference is measured).
 pub const ATTEMPTS: [u64; 2] = [2_000, 8_000];
+/// The same for the arrivals shape (exact: one attempt per document).
+pub const ARRIVALS: [u64; 2] = [3_000, 9_000];
+/// Where to keep the callgrind files instead of deleting them.
+pub const KEEP_DIR_ENV: &str = "HARNESS_BENCH_CALLGRIND_DIR";
 
 pub struct Instructions {
     /// Instructions per attempt of the load path (storm child).
     pub per_attempt: f64,
     /// `(attempts, instructions)` of the two runs.
     pub runs: Vec<(u64, u64)>,
+    /// The same in the arrivals shape (one journey per attempt).
+    pub arrivals_per_attempt: f64,
+    pub arrivals_runs: Vec<(u64, u64)>,
     /// wrk's instructions per request, or why not measured.
     pub wrk_per_request: Result<f64, String>,
 }
@@ -61,21 +72,49 @@ pub fn run() -> anyhow::Result<Option<Instructions>> {
     };
     let server_rt = super::runtime("bench-server")?;
     let srv = server_rt.block_on(server::start(memory::storm_reply()))?;
+    let (per_attempt, runs) = measure(&valgrind, &srv, None, ATTEMPTS)?;
+    let (arrivals_per_attempt, arrivals_runs) =
+        measure(&valgrind, &srv, Some("arrivals"), ARRIVALS)?;
+    let wrk_per_request = wrk_instructions(&valgrind, &srv.url("/v1/extract"));
+    Ok(Some(Instructions {
+        per_attempt,
+        runs,
+        arrivals_per_attempt,
+        arrivals_runs,
+        wrk_per_request,
+    }))
+}
+
+/// The storm child under callgrind at both `counts`, in `mode`
+/// (`memory::MODE_ENV`): instructions per attempt, and each run's
+/// `(attempts, instructions)`.
+fn measure(
+    valgrind: &Path,
+    srv: &server::FixedServer,
+    mode: Option<&str>,
+    counts: [u64; 2],
+) -> anyhow::Result<(f64, Vec<(u64, u64)>)> {
     let exe = std::env::current_exe().context("locating this program to re-run it")?;
-    let dir = std::env::temp_dir();
+    let keep = std::env::var_os(KEEP_DIR_ENV).map(PathBuf::from);
+    let dir = keep.clone().unwrap_or_else(std::env::temp_dir);
     let mut runs = Vec::new();
-    for n in ATTEMPTS {
+    for n in counts {
         let out_file = dir.join(format!(
-            "harness-bench-callgrind-{}-{n}.out",
-            std::process::id()
+            "harness-bench-callgrind-{}-{}-{n}.out",
+            std::process::id(),
+            mode.unwrap_or("storm")
         ));
-        let out = Command::new(&valgrind)
-            .arg("--tool=callgrind")
+        let mut cmd = Command::new(valgrind);
+        cmd.arg("--tool=callgrind")
             .arg(format!("--callgrind-out-file={}", out_file.display()))
             .arg(&exe)
             .args(["bench", "--only", "storm"])
             .env(memory::TARGET_ENV, srv.addr.to_string())
-            .env(memory::ATTEMPTS_ENV, n.to_string())
+            .env(memory::ATTEMPTS_ENV, n.to_string());
+        if let Some(m) = mode {
+            cmd.env(memory::MODE_ENV, m);
+        }
+        let out = cmd
             .stdin(Stdio::null())
             .stderr(Stdio::null())
             .output()
@@ -93,7 +132,9 @@ pub fn run() -> anyhow::Result<Option<Instructions>> {
             .and_then(|l| serde_json::from_str(l).ok())
             .with_context(|| format!("no storm result under callgrind: {stdout}"))?;
         let total = callgrind_total(&out_file);
-        let _ = std::fs::remove_file(&out_file);
+        if keep.is_none() {
+            let _ = std::fs::remove_file(&out_file);
+        }
         runs.push((storm.attempts, total?));
     }
     let (a0, i0) = runs[0];
@@ -101,13 +142,7 @@ pub fn run() -> anyhow::Result<Option<Instructions>> {
     if a1 <= a0 {
         bail!("the storm under callgrind made {a0} then {a1} attempts: no difference to measure");
     }
-    let per_attempt = (i1.saturating_sub(i0)) as f64 / (a1 - a0) as f64;
-    let wrk_per_request = wrk_instructions(&valgrind, &srv.url("/v1/extract"));
-    Ok(Some(Instructions {
-        per_attempt,
-        runs,
-        wrk_per_request,
-    }))
+    Ok(((i1.saturating_sub(i0)) as f64 / (a1 - a0) as f64, runs))
 }
 
 /// wrk (1 thread, 64 connections, 3 s) under callgrind: instructions per request.

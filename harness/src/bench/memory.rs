@@ -32,6 +32,12 @@ pub const LINE_PREFIX: &str = "BENCH-STORM ";
 pub const ATTEMPTS_ENV: &str = "HARNESS_BENCH_STORM_ATTEMPTS";
 /// Documents retrying at once (each a journey that never succeeds).
 pub const DOCUMENTS: u64 = 1000;
+/// Set to `arrivals` (the instructions step does), the child runs the load
+/// ceiling's shape instead of the storm: one document per attempt, no
+/// retries, arrivals far faster than they can be sent, at most
+/// `ceiling::MAX_IN_FLIGHT` in flight; the attempt count is then the number
+/// of documents, and every one is sent.
+pub const MODE_ENV: &str = "HARNESS_BENCH_STORM_MODE";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Storm {
@@ -101,7 +107,11 @@ pub fn run_here(w: &Windows) -> anyhow::Result<Storm> {
             .with_context(|| format!("{ATTEMPTS_ENV}={a}: not a count"))?,
         Err(_) => w.storm_attempts,
     };
-    let mut storm = client_rt.block_on(storm(&base, attempts, w.storm_limit))?;
+    let mut storm = if std::env::var(MODE_ENV).is_ok_and(|m| m == "arrivals") {
+        client_rt.block_on(arrivals(&base, attempts))?
+    } else {
+        client_rt.block_on(storm(&base, attempts, w.storm_limit))?
+    };
     storm.baseline_rss_kb = baseline_rss_kb;
     storm.endpoint_in_process = target.is_none();
     storm.peak_rss_kb = status_kb("VmHWM").context("reading VmHWM from /proc/self/status")?;
@@ -191,6 +201,57 @@ async fn storm(base: &str, attempts: u64, limit: Duration) -> anyhow::Result<Sto
         goose_requests: outcome.goose_requests,
         documents: DOCUMENTS,
         seconds: seconds_run,
+        baseline_rss_kb: 0,
+        peak_rss_kb: 0,
+        endpoint_in_process: false,
+    })
+}
+
+/// `n` documents, one attempt each, arriving at the ceiling step's offered
+/// rate (so the scheduler is behind, as there): the per-journey costs
+/// (spawn, body, retry policy, recorder ledger) that the storm's long
+/// journeys spread over many attempts.
+async fn arrivals(base: &str, n: u64) -> anyhow::Result<Storm> {
+    let start = Instant::now() + Duration::from_millis(300);
+    let documents: Vec<Document> = (0..n)
+        .map(|i| Document {
+            id: i,
+            tenant: "t1".into(),
+            pages: 1,
+            planned: Duration::from_secs_f64(i as f64 / super::ceiling::OFFERED_RATE),
+        })
+        .collect();
+    // Every arrival is sent: the load ends long after the last is due.
+    let load_end = start + Duration::from_secs(3600);
+    let recorder = Arc::new(Recorder::new(start, 600));
+    let plan = LoadPlan {
+        base_url: base.to_string(),
+        documents,
+        start,
+        load_end,
+        max_in_flight: super::ceiling::MAX_IN_FLIGHT,
+        stop: Arc::new(StopSignal::default()),
+        journeys: JourneySettings {
+            recorder: recorder.clone(),
+            clients: crate::experiment::ClientBehaviour::synchronous(
+                retry_policy::RetryConfig::no_retries(),
+                Duration::from_secs(2),
+            ),
+            hard_stop: load_end,
+            page: sut::config::PageConfig {
+                words: 1,
+                rounds: 1,
+            },
+            seed: 1,
+        },
+    };
+    let outcome = drive(plan).await?;
+    let t = recorder.totals();
+    Ok(Storm {
+        attempts: t.ok + t.rejected + t.timeouts + t.errors,
+        goose_requests: outcome.goose_requests,
+        documents: n,
+        seconds: start.elapsed().as_secs_f64(),
         baseline_rss_kb: 0,
         peak_rss_kb: 0,
         endpoint_in_process: false,

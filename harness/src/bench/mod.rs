@@ -453,17 +453,33 @@ fn print_openloop(o: &openloop::OpenLoop) -> Verdict {
 }
 
 fn print_instructions(i: &instructions::Instructions) {
-    for (a, n) in &i.runs {
+    let shapes = [
+        (
+            "storm",
+            &i.runs,
+            i.per_attempt,
+            "storm: 1,000 journeys retrying; difference of the two runs",
+        ),
+        (
+            "arrivals",
+            &i.arrivals_runs,
+            i.arrivals_per_attempt,
+            "arrivals: a journey per attempt, as in step 1",
+        ),
+    ];
+    for (child, runs, per_attempt, what) in shapes {
+        for (a, n) in runs {
+            println!(
+                "   {child} child: {} attempts, {} instructions",
+                rate(*a as f64),
+                rate(*n as f64)
+            );
+        }
         println!(
-            "   storm child: {} attempts, {} instructions",
-            rate(*a as f64),
-            rate(*n as f64)
+            "   load path: {} instructions per attempt ({what})",
+            rate(per_attempt)
         );
     }
-    println!(
-        "   load path: {} instructions per attempt (difference of the two runs)",
-        rate(i.per_attempt)
-    );
     match &i.wrk_per_request {
         Ok(w) => println!(
             "   wrk:       {} instructions per request (1 thread, 64 connections; ratio load path/wrk {:.1})",

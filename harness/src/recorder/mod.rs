@@ -22,11 +22,13 @@
 //! and one entry per watched document.
 
 mod events;
+mod ids;
 
 pub use events::{Event, Tap};
 use hdrhistogram::Histogram;
+use ids::IdSet;
 use run_report::{Integrity, LatencySummary};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -87,7 +89,7 @@ struct Bucket {
     arrivals: u64,
     repeats: u64,
     attempts: u64,
-    distinct: HashSet<u64>,
+    distinct: IdSet,
     distinct_count: Option<u64>,
     ok: u64,
     rejected: u64,
@@ -118,7 +120,7 @@ struct State {
     lag: Histogram<u64>,
     behind: u64,
     /// Every document id submitted so far, to tell a repeat from a first submission.
-    seen: HashSet<u64>,
+    seen: IdSet,
     /// Submissions and attempts per tenant.
     traffic: BTreeMap<String, run_report::TenantTraffic>,
     /// Watched documents: how and when (since the start) their journeys ended.
@@ -186,7 +188,7 @@ impl Recorder {
                 cut_off: 0,
                 lag: histogram(),
                 behind: 0,
-                seen: HashSet::new(),
+                seen: IdSet::default(),
                 traffic: BTreeMap::new(),
                 watched: Default::default(),
             }),
@@ -521,7 +523,7 @@ impl Recorder {
         };
         if fold {
             b.distinct_count = Some(distinct);
-            b.distinct = HashSet::new();
+            b.distinct = IdSet::default();
         }
         let (p50, p99) = match &b.latency {
             Some(h) if !h.is_empty() => (
