@@ -1,4 +1,4 @@
-//! Sets of document ids with a cheap hash, for the recorder.
+//! Sets and maps of document ids with a cheap hash, for the recorder.
 //!
 //! Document ids are hashed by a few multiplications instead of SipHash: the
 //! sets of ids are written on every attempt, under the recorder's lock, and
@@ -6,7 +6,7 @@
 //! instructions (callgrind). Ids come from the experiment's own seeded
 //! workload, not from an adversary, so HashDoS resistance buys nothing.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// The hasher of [`IdSet`].
 #[derive(Default, Clone, Copy)]
@@ -36,3 +36,7 @@ impl std::hash::Hasher for IdHasher {
 }
 
 pub(super) type IdSet = HashSet<u64, std::hash::BuildHasherDefault<IdHasher>>;
+
+/// A map keyed by document id, hashed like [`IdSet`] (the watched documents,
+/// looked up on every attempt's outcome).
+pub(super) type IdMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<IdHasher>>;

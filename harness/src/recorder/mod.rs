@@ -26,7 +26,7 @@ mod ids;
 
 pub use events::{Event, Tap};
 use hdrhistogram::Histogram;
-use ids::IdSet;
+use ids::{IdMap, IdSet};
 use run_report::{Integrity, LatencySummary};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -124,7 +124,7 @@ struct State {
     /// Submissions and attempts per tenant.
     traffic: BTreeMap<String, run_report::TenantTraffic>,
     /// Watched documents: how and when (since the start) their journeys ended.
-    watched: std::collections::HashMap<u64, Option<(JourneyEnd, Duration)>>,
+    watched: IdMap<Option<(JourneyEnd, Duration)>>,
 }
 
 impl State {
