@@ -116,8 +116,9 @@ fn pct(x: f64) -> String {
     format!("{:.0} %", x * 100.0)
 }
 
-/// The effects that stand out against the baseline. The margins only decide
-/// what the sentence mentions, never the verdict.
+/// The effects that stand out against the baseline. The margins decide what
+/// the sentence mentions, and whether anything is named at all decides
+/// between a metastable verdict and an unexplained (inconclusive) one.
 fn name_effects(m: &EffectFigures, b: &EffectFigures) -> Vec<String> {
     let mut named: Vec<(f64, String)> = Vec::new();
     let base = |x: Option<f64>, default: f64| x.filter(|v| v.is_finite()).unwrap_or(default);

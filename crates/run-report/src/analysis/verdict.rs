@@ -27,11 +27,18 @@
 //! 4. A still-degraded episode is **metastable** when the offered load of new
 //!    documents over its first `W` seconds after the residue was at or below
 //!    the baseline's (the plan's rate, exactly; counted arrivals within three
-//!    Poisson standard deviations); with more load than the baseline it is
-//!    **overloaded** — plain overload, not a metastable failure.
+//!    Poisson standard deviations) *and* a sustaining effect stood out
+//!    against the baseline over the degraded seconds ([`super::sustaining`]:
+//!    retries, internal retries, wasted GPU pages, slots held by waiters,
+//!    lost cache writes, a cold cache). With more load than the baseline it
+//!    is **overloaded** — plain overload, not a metastable failure; with no
+//!    sustaining effect it is **unexplained**: degraded (typically a latency
+//!    shift alone) but not a failure shown to sustain itself, so the variant
+//!    is inconclusive rather than metastable.
 //! 5. **The variant**: `stable` when no second from warm-up to the judged
 //!    end was degraded; else `metastable` if any episode was, else
-//!    `overloaded` if any episode was; else the last episode decides:
+//!    `overloaded` if any episode was, else `inconclusive` if any was
+//!    unexplained; else the last episode decides:
 //!    `recovered` (seconds after its residue ended) or `inconclusive` (with
 //!    how much longer the run needed). `never healthy` without a baseline;
 //!    `no trigger` without any trigger.
@@ -465,6 +472,7 @@ fn variant_verdict(
     window: u32,
 ) -> Verdict {
     let mut overloaded = None;
+    let mut unexplained = None;
     for e in episodes
         .iter()
         .filter(|e| e.outcome == EpisodeOutcome::StillDegraded)
@@ -491,14 +499,30 @@ fn variant_verdict(
             .iter()
             .filter(|s| s.t >= from && s.t < until)
             .collect();
+        let sustaining = SustainingEffect::measure(&degraded, from, until, &b.effect);
+        let degraded_for_s = (f64::from(until) - r).max(0.0);
+        if sustaining.named.is_empty() {
+            // Degraded, but nothing measured keeps it so: a failure that
+            // sustains itself is not shown, so it is not called one.
+            unexplained.get_or_insert(Verdict::Inconclusive {
+                reason: format!(
+                    "still degraded {degraded_for_s:.0} s after the trigger's residue ended at \
+                     {r:.1} s, at no more than the baseline's load, but {} over {from}-{until} s: \
+                     not a failure shown to sustain itself",
+                    sustaining.summary()
+                ),
+                needed_s: None,
+            });
+            continue;
+        }
         return Verdict::Metastable {
             residue_end_s: r,
-            degraded_for_s: (f64::from(until) - r).max(0.0),
+            degraded_for_s,
             recovered_at_s: recovered_at.map(f64::from),
-            sustaining: Box::new(SustainingEffect::measure(&degraded, from, until, &b.effect)),
+            sustaining: Box::new(sustaining),
         };
     }
-    if let Some(o) = overloaded {
+    if let Some(o) = overloaded.or(unexplained) {
         return o;
     }
     match episodes.last().map(|e| (&e.outcome, e.residue_end_s)) {
@@ -535,9 +559,12 @@ pub fn verdict_rule_text(cfg: &AnalysisConfig) -> String {
          of the load. An episode RECOVERED at the first second less than {w} s after its \
          residue's end that starts {w} healthy seconds (or is healthy to the horizon, if at \
          least {half} remain); if none does and most of those {w} seconds were degraded, it was \
-         still degraded: METASTABLE when the offered load was at most the baseline's, \
-         OVERLOADED when more. STABLE: no degraded second at all. INCONCLUSIVE: the run ended too soon after the \
-         residue to judge. NO TRIGGER: nothing to judge.",
+         still degraded: METASTABLE when the offered load was at most the baseline's and a \
+         sustaining effect (retries, internal retries, wasted GPU pages, slots held by waiters, \
+         lost cache writes, a cold cache) stood out against the baseline, OVERLOADED when the \
+         load was higher. STABLE: no degraded second at all. INCONCLUSIVE: the run ended too \
+         soon after the residue to judge, or it stayed degraded with no sustaining effect \
+         measured. NO TRIGGER: nothing to judge.",
         warm = cfg.warmup_s,
         minb = cfg.min_baseline_s.max(1),
         thr = cfg.wave_threshold * 100.0,
