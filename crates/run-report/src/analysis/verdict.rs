@@ -19,9 +19,11 @@
 //!    is healthy through the horizon, if at least half of `W` remains). The
 //!    episode **recovered** at its first recovering candidate; it was
 //!    **still degraded** when no candidate recovers and most of the `W`
-//!    seconds after the residue were degraded; it is **undecided** otherwise
+//!    seconds after the residue were degraded. When most were healthy but a
+//!    stray degraded second broke every candidate's streak, it recovered at
+//!    the first later second that starts one. It is **undecided** otherwise
 //!    (the horizon came too soon, the residue never ended, or healthy and
-//!    degraded seconds alternated). Health is classified on the episode's
+//!    degraded seconds alternated up to the horizon). Health is classified on the episode's
 //!    own seconds, so smoothing borrows neither from the residue nor from
 //!    the next trigger.
 //! 4. A still-degraded episode is **metastable** when the offered load of new
@@ -363,16 +365,35 @@ fn judge_episode(e: &Episode, health: &Health, window: u32) -> EpisodeOutcome {
     let healthy = health.healthy_in(first, first + window).count() as u32;
     let degraded = window - healthy.min(window);
     if 2 * degraded > window {
-        EpisodeOutcome::StillDegraded
-    } else {
-        EpisodeOutcome::Undecided {
-            reason: format!(
-                "healthy and degraded seconds alternated after the residue ended at {r:.1} s \
-                 ({degraded} of the {window} s of the window degraded): neither back to the \
-                 baseline for {window} s nor degraded for most of them"
-            ),
-            needed_s: None,
+        return EpisodeOutcome::StillDegraded;
+    }
+    // Mostly healthy, but a stray degraded second broke every streak that
+    // started in the window: the recovery is the first full streak after it,
+    // however late, and the time it took says so.
+    for t in last + 1..horizon {
+        if recovers(health, t, horizon, window) {
+            return EpisodeOutcome::Recovered { at_s: t };
         }
+        let k = health.streak(t, horizon);
+        if t + k == horizon && k > 0 {
+            return EpisodeOutcome::Undecided {
+                reason: format!(
+                    "mostly healthy after the residue ended at {r:.1} s, healthy from {t} s, but \
+                     only {k} s remained before {} (the window is {window} s)",
+                    e.horizon_what()
+                ),
+                needed_s: Some(f64::from(t + window - horizon)),
+            };
+        }
+    }
+    EpisodeOutcome::Undecided {
+        reason: format!(
+            "healthy and degraded seconds alternated after the residue ended at {r:.1} s \
+             ({degraded} of the {window} s of the window degraded) up to {}: neither back \
+             to the baseline for {window} s nor degraded for most of them",
+            e.horizon_what()
+        ),
+        needed_s: None,
     }
 }
 
@@ -558,13 +579,14 @@ pub fn verdict_rule_text(cfg: &AnalysisConfig) -> String {
          once); overlapping triggers form one episode, judged up to the next episode or the end \
          of the load. An episode RECOVERED at the first second less than {w} s after its \
          residue's end that starts {w} healthy seconds (or is healthy to the horizon, if at \
-         least {half} remain); if none does and most of those {w} seconds were degraded, it was \
+         least {half} remain); if none does but most of those {w} seconds were healthy, at the \
+         first later second that starts {w} healthy ones; if most were degraded, it was \
          still degraded: METASTABLE when the offered load was at most the baseline's and a \
          sustaining effect (retries, internal retries, wasted GPU pages, slots held by waiters, \
          lost cache writes, a cold cache) stood out against the baseline, OVERLOADED when the \
          load was higher. STABLE: no degraded second at all. INCONCLUSIVE: the run ended too \
-         soon after the residue to judge, or it stayed degraded with no sustaining effect \
-         measured. NO TRIGGER: nothing to judge.",
+         soon after the residue to judge, healthy and degraded seconds alternated to the end, \
+         or it stayed degraded with no sustaining effect measured. NO TRIGGER: nothing to judge.",
         warm = cfg.warmup_s,
         minb = cfg.min_baseline_s.max(1),
         thr = cfg.wave_threshold * 100.0,

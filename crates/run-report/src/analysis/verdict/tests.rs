@@ -375,7 +375,50 @@ fn a_blip_before_the_next_trigger_is_undecided_not_metastable() {
         other => panic!("expected undecided, got {other:?}"),
     }
     assert_eq!(j.verdict.recovered_after_s(), Some(0.0));
-    // The same series with the next trigger far away is judged on its own seconds.
+}
+
+#[test]
+fn a_blip_in_a_mostly_healthy_window_delays_the_recovery_it_does_not_hide_it() {
+    // The same seconds with no next trigger: the slow stretch at 34-37 breaks
+    // every streak that starts in the window (30-37), but 38 starts 8 healthy
+    // seconds, so the episode recovered 8 s after its residue.
+    let pts = concat(&[
+        rep(20, 1, 50.0),
+        rep(10, 90, 900.0),
+        rep(4, 1, 50.0),
+        rep(4, 1, 600.0),
+        rep(22, 1, 50.0),
+    ]);
+    let v = variant(&pts, vec![trigger(20.0, 22.0, Some(30.0))]);
+    let mut c = cfg();
+    c.recovery_window_s = 8;
+    let j = judge(&v, &c);
+    assert_eq!(
+        j.episodes[0].outcome,
+        EpisodeOutcome::Recovered { at_s: 38 }
+    );
+    assert_eq!(j.verdict.recovered_after_s(), Some(8.0));
+    // Cut off 3 s after the later streak began: undecided, with what it needed.
+    let v = variant(&pts[..41], vec![trigger(20.0, 22.0, Some(30.0))]);
+    match judge(&v, &c).episodes[0].outcome.clone() {
+        EpisodeOutcome::Undecided { reason, needed_s } => {
+            assert!(reason.contains("only 3 s remained"), "{reason}");
+            assert_eq!(needed_s, Some(5.0));
+        }
+        other => panic!("expected undecided, got {other:?}"),
+    }
+    // Blips that keep coming up to the end never give a full streak: undecided.
+    let mut pts = pts;
+    for t in (41..60).filter(|t| t % 5 != 4 && t % 5 != 0) {
+        pts[t] = (1, 600.0);
+    }
+    let v = variant(&pts, vec![trigger(20.0, 22.0, Some(30.0))]);
+    match judge(&v, &c).episodes[0].outcome.clone() {
+        EpisodeOutcome::Undecided { reason, .. } => {
+            assert!(reason.contains("alternated"), "{reason}")
+        }
+        other => panic!("expected undecided, got {other:?}"),
+    }
 }
 
 #[test]
