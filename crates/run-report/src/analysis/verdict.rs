@@ -14,18 +14,17 @@
 //!    last residue end. Each episode is judged up to its *horizon*: the next
 //!    episode's start, or the judged end of the run.
 //! 3. **Per episode**, with `r` its residue end and `W` the recovery window,
-//!    the candidate seconds are the whole seconds `t` with `r <= t < r + W`. A candidate *recovers*
-//!    when it starts `W` consecutive healthy seconds before the horizon (or
-//!    is healthy through the horizon, if at least half of `W` remains). The
-//!    episode **recovered** at its first recovering candidate; it was
-//!    **still degraded** when no candidate recovers and most of the `W`
-//!    seconds after the residue were degraded. When most were healthy but a
-//!    stray degraded second broke every candidate's streak, it recovered at
-//!    the first later second that starts one. It is **undecided** otherwise
-//!    (the horizon came too soon, the residue never ended, or healthy and
-//!    degraded seconds alternated up to the horizon). Health is classified on the episode's
-//!    own seconds, so smoothing borrows neither from the residue nor from
-//!    the next trigger.
+//!    the candidates are the whole seconds `t` with `r <= t < r + W`; one
+//!    *recovers* when it starts `W` healthy seconds before the horizon (or
+//!    is healthy through it, if at least half of `W` remains). The episode
+//!    **recovered** at its first recovering candidate; with none, it was
+//!    **still degraded** if most of the `W` seconds were degraded, and if
+//!    most were healthy (a stray slow second broke every streak) it
+//!    recovered at the first later second that starts one. It is
+//!    **undecided** otherwise (the horizon came too soon, the residue never
+//!    ended, or the seconds alternated up to the horizon). Health is judged
+//!    on the episode's own seconds: smoothing borrows neither from the
+//!    residue nor from the next trigger.
 //! 4. A still-degraded episode is **metastable** when the offered load of new
 //!    documents over its first `W` seconds after the residue was at or below
 //!    the baseline's (the plan's rate, exactly; counted arrivals within three
@@ -333,35 +332,22 @@ fn judge_episode(e: &Episode, health: &Health, window: u32) -> EpisodeOutcome {
     let last = whole((r + f64::from(window)).ceil())
         .saturating_sub(1)
         .max(first);
-    for t in first..=last {
-        if t >= horizon {
-            return EpisodeOutcome::Undecided {
-                reason: format!(
-                    "the residue ended at {r:.1} s and only {:.1} s were left to judge before {}",
-                    (f64::from(horizon) - r).max(0.0),
-                    e.horizon_what()
-                ),
-                needed_s: Some(f64::from(last + 1 - horizon)),
-            };
-        }
-        if recovers(health, t, horizon, window) {
-            return EpisodeOutcome::Recovered { at_s: t };
-        }
-        let k = health.streak(t, horizon);
-        if t + k == horizon {
-            // Healthy up to the horizon, but too briefly to say it recovered.
-            return EpisodeOutcome::Undecided {
-                reason: format!(
-                    "healthy from {t} s, but only {k} s remained before {} (the window is {window} s)",
-                    e.horizon_what()
-                ),
-                needed_s: Some(f64::from(t + window - horizon)),
-            };
-        }
+    if let Some(found) = first_streak(e, health, first..(last + 1).min(horizon), window) {
+        return found;
     }
-    // No recovery started within the window; the window's seconds all lie
-    // before the horizon (else the loop said undecided). Still degraded means
-    // degraded for most of it, not a blip that broke every streak.
+    if last >= horizon {
+        return EpisodeOutcome::Undecided {
+            reason: format!(
+                "the residue ended at {r:.1} s and only {:.1} s were left to judge before {}",
+                (f64::from(horizon) - r).max(0.0),
+                e.horizon_what()
+            ),
+            needed_s: Some(f64::from(last + 1 - horizon)),
+        };
+    }
+    // No recovery started within the window, all of whose seconds lie before
+    // the horizon. Still degraded means degraded for most of it, not a blip
+    // that broke every streak.
     let healthy = health.healthy_in(first, first + window).count() as u32;
     let degraded = window - healthy.min(window);
     if 2 * degraded > window {
@@ -370,31 +356,44 @@ fn judge_episode(e: &Episode, health: &Health, window: u32) -> EpisodeOutcome {
     // Mostly healthy, but a stray degraded second broke every streak that
     // started in the window: the recovery is the first full streak after it,
     // however late, and the time it took says so.
-    for t in last + 1..horizon {
+    first_streak(e, health, last + 1..horizon, window).unwrap_or_else(|| {
+        EpisodeOutcome::Undecided {
+            reason: format!(
+                "healthy and degraded seconds alternated after the residue ended at {r:.1} s \
+                 ({degraded} of the {window} s of the window degraded) up to {}: neither back \
+                 to the baseline for {window} s nor degraded for most of them",
+                e.horizon_what()
+            ),
+            needed_s: None,
+        }
+    })
+}
+
+/// The first of the seconds `ts` (all before the horizon) that starts a
+/// recovery, or that is healthy up to the horizon but too briefly to say so.
+fn first_streak(
+    e: &Episode,
+    health: &Health,
+    ts: std::ops::Range<u32>,
+    window: u32,
+) -> Option<EpisodeOutcome> {
+    let horizon = e.horizon_s;
+    for t in ts {
         if recovers(health, t, horizon, window) {
-            return EpisodeOutcome::Recovered { at_s: t };
+            return Some(EpisodeOutcome::Recovered { at_s: t });
         }
         let k = health.streak(t, horizon);
-        if t + k == horizon && k > 0 {
-            return EpisodeOutcome::Undecided {
+        if t + k == horizon {
+            return Some(EpisodeOutcome::Undecided {
                 reason: format!(
-                    "mostly healthy after the residue ended at {r:.1} s, healthy from {t} s, but \
-                     only {k} s remained before {} (the window is {window} s)",
+                    "healthy from {t} s, but only {k} s remained before {} (the window is {window} s)",
                     e.horizon_what()
                 ),
                 needed_s: Some(f64::from(t + window - horizon)),
-            };
+            });
         }
     }
-    EpisodeOutcome::Undecided {
-        reason: format!(
-            "healthy and degraded seconds alternated after the residue ended at {r:.1} s \
-             ({degraded} of the {window} s of the window degraded) up to {}: neither back \
-             to the baseline for {window} s nor degraded for most of them",
-            e.horizon_what()
-        ),
-        needed_s: None,
-    }
+    None
 }
 
 /// The health of an episode's own seconds, from its residue's end to its

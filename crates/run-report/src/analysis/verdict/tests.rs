@@ -346,15 +346,30 @@ fn an_episode_too_close_to_the_next_is_undecided_and_the_last_decides() {
     assert_eq!(j.verdict.recovered_after_s(), Some(0.0));
 }
 
-#[test]
-fn a_blip_before_the_next_trigger_is_undecided_not_metastable() {
-    // Residue ends at 30; healthy 30-34, a slow recomputation 34-37, the next
-    // trigger at 38 (window 8: no 8 healthy seconds fit, yet it was mostly healthy).
-    let pts = concat(&[
+/// 38 s whose trigger's residue ends at 30: healthy 30-33, then a slow
+/// recomputation 34-37 that breaks every streak starting in an 8 s window.
+fn mostly_healthy_after_the_residue() -> Vec<(i64, f64)> {
+    concat(&[
         rep(20, 1, 50.0),
         rep(10, 90, 900.0),
         rep(4, 1, 50.0),
         rep(4, 1, 600.0),
+    ])
+}
+
+/// [`cfg`] with an 8 s recovery window.
+fn window_of_8_s() -> AnalysisConfig {
+    AnalysisConfig {
+        recovery_window_s: 8,
+        ..cfg()
+    }
+}
+
+#[test]
+fn a_blip_before_the_next_trigger_is_undecided_not_metastable() {
+    // The next trigger at 38: no 8 healthy seconds fit, yet it was mostly healthy.
+    let pts = concat(&[
+        mostly_healthy_after_the_residue(),
         rep(10, 90, 900.0),
         rep(20, 1, 50.0),
     ]);
@@ -365,9 +380,7 @@ fn a_blip_before_the_next_trigger_is_undecided_not_metastable() {
             trigger(38.0, 39.0, Some(48.0)),
         ],
     );
-    let mut c = cfg();
-    c.recovery_window_s = 8;
-    let j = judge(&v, &c);
+    let j = judge(&v, &window_of_8_s());
     match &j.episodes[0].outcome {
         EpisodeOutcome::Undecided { reason, .. } => {
             assert!(reason.contains("alternated"), "{reason}")
@@ -382,16 +395,9 @@ fn a_blip_in_a_mostly_healthy_window_delays_the_recovery_it_does_not_hide_it() {
     // The same seconds with no next trigger: the slow stretch at 34-37 breaks
     // every streak that starts in the window (30-37), but 38 starts 8 healthy
     // seconds, so the episode recovered 8 s after its residue.
-    let pts = concat(&[
-        rep(20, 1, 50.0),
-        rep(10, 90, 900.0),
-        rep(4, 1, 50.0),
-        rep(4, 1, 600.0),
-        rep(22, 1, 50.0),
-    ]);
+    let pts = concat(&[mostly_healthy_after_the_residue(), rep(22, 1, 50.0)]);
     let v = variant(&pts, vec![trigger(20.0, 22.0, Some(30.0))]);
-    let mut c = cfg();
-    c.recovery_window_s = 8;
+    let c = window_of_8_s();
     let j = judge(&v, &c);
     assert_eq!(
         j.episodes[0].outcome,
