@@ -74,6 +74,9 @@ pub struct PoolConfig {
     /// pages still queued for the GPU are dropped instead of computed for a
     /// caller that has gone. Off: the zone keeps serving timed-out work.
     pub cancel_queued_on_deadline: bool,
+    /// What a request whose deadline passed is told while its document's
+    /// work goes on.
+    pub deadline_answer: DeadlineAnswer,
 }
 
 impl Default for PoolConfig {
@@ -88,6 +91,7 @@ impl Default for PoolConfig {
             dedup: DedupMode::RejectBeforeAdmission,
             split_time: Duration::ZERO,
             cancel_queued_on_deadline: false,
+            deadline_answer: DeadlineAnswer::Timeout,
         }
     }
 }
@@ -111,6 +115,22 @@ pub enum RetryAfterMode {
         #[serde(with = "humantime_serde")]
         max: Duration,
     },
+}
+
+/// The answer to a request whose deadline passed while its document is
+/// still being computed (seed 000, follow-up 4: "return accurate retry
+/// guidance").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeadlineAnswer {
+    /// As in the incident: 504, no advice; the client retries on its own
+    /// backoff, however long the document still needs.
+    Timeout,
+    /// Fix: 503 whose Retry-After is the document's estimated remaining time
+    /// (from its own progress), bounded as `retry_after` bounds its advice,
+    /// so a client that honours it comes back when the result is due
+    /// instead of retrying a document that cannot be ready.
+    RetryAfterRemaining,
 }
 
 /// The de-duplication layer's behaviour (seed 000).

@@ -10,7 +10,7 @@
 //! answers 503), so a flood of distinct documents cannot grow memory.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -31,6 +31,9 @@ pub struct InflightEntry {
     pub started: Instant,
     /// Pages of the document, to estimate its remaining time.
     pub pages: u32,
+    /// Pages computed so far: the document's own progress, for a remaining
+    /// time that reflects the share of the GPU it actually gets.
+    pages_done: AtomicU32,
     abandoned: AtomicBool,
     done: watch::Sender<Option<WorkOutcome>>,
     /// Set when the work should stop (the caller gave up and the pool drops zombie work).
@@ -57,6 +60,24 @@ impl InflightEntry {
 
     pub fn elapsed(&self) -> Duration {
         self.started.elapsed()
+    }
+
+    /// One more of the document's pages is computed.
+    pub fn page_done(&self) {
+        self.pages_done.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Estimated time until the document's work is done. From its own
+    /// progress once a page is computed (a large document on a shared or
+    /// fair-shared GPU runs much slower than the pool's average page time
+    /// says); before that from `per_page`, the pool's recent time per page.
+    pub fn remaining(&self, per_page: Duration) -> Duration {
+        let done = self.pages_done.load(Ordering::Relaxed).min(self.pages);
+        let elapsed = self.elapsed();
+        if done == 0 {
+            return (per_page * self.pages).saturating_sub(elapsed);
+        }
+        elapsed.mul_f64(f64::from(self.pages - done) / f64::from(done))
     }
 
     /// Asks the compute task to drop its queued work.
@@ -114,6 +135,7 @@ impl InflightRegistry {
         let entry = Arc::new(InflightEntry {
             started: Instant::now(),
             pages,
+            pages_done: AtomicU32::new(0),
             abandoned: AtomicBool::new(false),
             done: tx,
             cancel: watch::channel(false).0,
@@ -128,6 +150,7 @@ impl InflightRegistry {
         Arc::new(InflightEntry {
             started: Instant::now(),
             pages,
+            pages_done: AtomicU32::new(0),
             abandoned: AtomicBool::new(false),
             done: tx,
             cancel: watch::channel(false).0,
@@ -191,5 +214,31 @@ mod tests {
         reg.register(1, 1).unwrap();
         reg.register(2, 1).unwrap();
         assert!(matches!(reg.register(3, 1), Err(Err(RegistryFull))));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn remaining_follows_the_documents_own_progress() {
+        let reg = InflightRegistry::new(10);
+        let e = reg.register(7, 100).unwrap();
+        // No page yet: the pool's average page time, less what has passed.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(
+            e.remaining(Duration::from_millis(5)),
+            Duration::from_millis(300)
+        );
+        assert_eq!(e.remaining(Duration::from_millis(1)), Duration::ZERO);
+        // 10 of 100 pages in 1 s: 9 s to go, whatever the pool's average says.
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        for _ in 0..10 {
+            e.page_done();
+        }
+        assert_eq!(
+            e.remaining(Duration::from_millis(1)),
+            Duration::from_secs(9)
+        );
+        for _ in 0..95 {
+            e.page_done();
+        }
+        assert_eq!(e.remaining(Duration::from_millis(1)), Duration::ZERO);
     }
 }

@@ -43,6 +43,16 @@ pub fn advise(mode: &RetryAfterMode, state: DrainState, rng: &mut impl Rng) -> D
     }
 }
 
+/// Bounds a time-until-ready advice as the mode bounds its own: an
+/// estimate within `min..=max`; the fixed defect's advice is left as it is
+/// (at least 1 ms, so a client never reads it as "now").
+pub fn bounded(mode: &RetryAfterMode, advice: Duration) -> Duration {
+    match mode {
+        RetryAfterMode::Estimated { min, max, .. } => advice.clamp(*min, *max),
+        RetryAfterMode::Fixed { .. } => advice.max(Duration::from_millis(1)),
+    }
+}
+
 /// Retry-After for a duplicate of work already in progress: the expected remaining time.
 pub fn remaining(expected_total: Duration, elapsed: Duration, min: Duration) -> Duration {
     expected_total.saturating_sub(elapsed).max(min)
@@ -91,6 +101,32 @@ mod tests {
             distinct.insert(d.as_millis());
         }
         assert!(distinct.len() > 50, "jitter must spread clients out");
+    }
+
+    #[test]
+    fn remaining_time_advice_is_bounded_like_the_modes_own() {
+        let est = RetryAfterMode::Estimated {
+            jitter: 0.5,
+            min: Duration::from_millis(20),
+            max: Duration::from_secs(2),
+        };
+        assert_eq!(
+            bounded(&est, Duration::from_secs(9)),
+            Duration::from_secs(2)
+        );
+        assert_eq!(bounded(&est, Duration::ZERO), Duration::from_millis(20));
+        assert_eq!(
+            bounded(&est, Duration::from_millis(700)),
+            Duration::from_millis(700)
+        );
+        let fixed = RetryAfterMode::Fixed {
+            after: Duration::from_secs(5),
+        };
+        assert_eq!(bounded(&fixed, Duration::ZERO), Duration::from_millis(1));
+        assert_eq!(
+            bounded(&fixed, Duration::from_secs(9)),
+            Duration::from_secs(9)
+        );
     }
 
     #[test]

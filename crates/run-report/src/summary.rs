@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! {
-//!   "schema_version": 1,
+//!   "schema_version": 2,
 //!   "experiment": str, "description": str, "run_id": str, "started_at": str (RFC 3339),
 //!   "seed": u64, "quick": bool,
 //!   "environment": { kind, gpu_adapter, gpu_fallback, gpu_fallback_reason, calibrated_pages_per_sec,

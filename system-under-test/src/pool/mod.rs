@@ -14,12 +14,13 @@
 //!    shared GPU (`GpuScheduler`), collect, write the cache, hand the result
 //!    to waiters. It is detached: when the request's deadline passes the
 //!    caller gets 504 and the slot is freed, but the page work continues, as
-//!    in the incident.
+//!    in the incident (or, with `deadline_answer: retry_after_remaining`,
+//!    a 503 whose Retry-After is when the document's result is due).
 
 use crate::admission::{AdmissionError, AdmissionGate};
 use crate::api::{RejectReason, Reply, ResultSource};
 use crate::cache::ResultCache;
-use crate::config::{DedupMode, PageConfig, PoolConfig};
+use crate::config::{DeadlineAnswer, DedupMode, PageConfig, PoolConfig};
 use crate::failure_cache::FailureCache;
 use crate::inflight::{InflightEntry, InflightRegistry, WorkOutcome};
 use crate::metrics::{Counter, Gauge, GaugeGuard, ReasonCounters};
@@ -256,8 +257,9 @@ impl Pool {
                 self.inflight.mark_abandoned(&entry);
                 if self.cfg.cancel_queued_on_deadline {
                     entry.cancel();
+                    return self.deadline();
                 }
-                self.deadline()
+                self.deadline_while_computing(&entry)
             }
         }
     }
@@ -265,6 +267,20 @@ impl Pool {
     fn deadline(&self) -> Reply {
         self.metrics.rejected.inc(RejectReason::Deadline);
         Reply::Deadline
+    }
+
+    /// The deadline passed while `entry`'s work goes on: a 504 (the
+    /// incident), or a 503 saying when the result is due (the fix).
+    fn deadline_while_computing(&self, entry: &InflightEntry) -> Reply {
+        match self.cfg.deadline_answer {
+            DeadlineAnswer::Timeout => self.deadline(),
+            DeadlineAnswer::RetryAfterRemaining => {
+                let per_page =
+                    Duration::from_micros(self.page_time_ewma_us.load(Ordering::Relaxed));
+                let advice = retry_after::bounded(&self.cfg.retry_after, entry.remaining(per_page));
+                self.reject(RejectReason::Deadline, advice)
+            }
+        }
     }
 
     async fn wait_without_slot(&self, entry: &InflightEntry, deadline: Instant) -> Reply {
@@ -280,7 +296,7 @@ impl Pool {
             Some(WorkOutcome::Failed) => {
                 self.reject(RejectReason::PageQueueFull, self.overloaded_advice())
             }
-            None => self.deadline(),
+            None => self.deadline_while_computing(entry),
         }
     }
 
@@ -380,6 +396,7 @@ impl Pool {
                         if let Some(v) = values.get_mut(r.page as usize) {
                             *v = r.value;
                             got += 1;
+                            entry.page_done();
                         }
                     }
                     None => return false,

@@ -5,7 +5,9 @@
 
 use crate::api::{RejectReason, Reply};
 use crate::cache::{MemoryCache, ResultCache};
-use crate::config::{CacheConfig, DedupMode, OnFull, PageConfig, PoolConfig, RetryAfterMode};
+use crate::config::{
+    CacheConfig, DeadlineAnswer, DedupMode, OnFull, PageConfig, PoolConfig, RetryAfterMode,
+};
 use crate::failure_cache::FailureCache;
 use crate::pool::Pool;
 use gpu_executor::{CpuExecutor, GpuScheduler, SchedulerConfig, SchedulingPolicy};
@@ -15,36 +17,43 @@ use std::time::Duration;
 const SLOW_DOC: u64 = 1000;
 const SLOW_PAGES: u32 = 100; // 100 pages x 10 ms = 1 s of GPU, deadline 100 ms
 
-fn pool(dedup: DedupMode, cache: Arc<dyn ResultCache>) -> Arc<Pool> {
+/// A pool on one GPU lane of 10 ms per page (1 s for the slow document).
+fn build_pool(policy: SchedulingPolicy, cfg: PoolConfig, cache: Arc<dyn ResultCache>) -> Arc<Pool> {
     let gpu = GpuScheduler::start(
         SchedulerConfig {
             lanes: 1,
             page_time: Duration::from_millis(10),
             page_queue: 10_000,
-            policy: SchedulingPolicy::Shared,
+            policy,
         },
         Arc::new(CpuExecutor::new()),
     );
+    let page = PageConfig {
+        words: 16,
+        rounds: 1,
+    };
     Pool::new(
         "z1".into(),
-        PoolConfig {
-            slots: 4,
-            queue: 0,
-            deadline: Duration::from_millis(100),
-            retry_after: RetryAfterMode::Fixed {
-                after: Duration::from_secs(5),
-            },
-            dedup,
-            ..PoolConfig::default()
-        },
-        PageConfig {
-            words: 16,
-            rounds: 1,
-        },
+        cfg,
+        page,
         cache,
         FailureCache::new(Duration::ZERO, 10),
         gpu,
     )
+}
+
+fn pool(dedup: DedupMode, cache: Arc<dyn ResultCache>) -> Arc<Pool> {
+    let cfg = PoolConfig {
+        slots: 4,
+        queue: 0,
+        deadline: Duration::from_millis(100),
+        retry_after: RetryAfterMode::Fixed {
+            after: Duration::from_secs(5),
+        },
+        dedup,
+        ..PoolConfig::default()
+    };
+    build_pool(SchedulingPolicy::Shared, cfg, cache)
 }
 
 fn lossy_full_cache() -> Arc<MemoryCache> {
@@ -202,33 +211,15 @@ async fn sized_cache_serves_the_retry() {
 /// Seed 003: without the fix a zone keeps computing work whose caller has gone
 /// (zombie work); with `cancel_queued_on_deadline` the queued pages are dropped.
 async fn zombie_run(cancel: bool) -> Arc<Pool> {
-    let gpu = GpuScheduler::start(
-        SchedulerConfig {
-            lanes: 1,
-            page_time: Duration::from_millis(10),
-            page_queue: 10_000,
-            policy: SchedulingPolicy::Fifo,
-        },
-        Arc::new(CpuExecutor::new()),
-    );
+    let cfg = PoolConfig {
+        slots: 100,
+        deadline: Duration::from_millis(100),
+        dedup: DedupMode::Disabled,
+        cancel_queued_on_deadline: cancel,
+        ..PoolConfig::default()
+    };
     let cache = Arc::new(MemoryCache::new(&CacheConfig::default()));
-    let p = Pool::new(
-        "z1".into(),
-        PoolConfig {
-            slots: 100,
-            deadline: Duration::from_millis(100),
-            dedup: DedupMode::Disabled,
-            cancel_queued_on_deadline: cancel,
-            ..PoolConfig::default()
-        },
-        PageConfig {
-            words: 16,
-            rounds: 1,
-        },
-        cache,
-        FailureCache::new(Duration::ZERO, 10),
-        gpu,
-    );
+    let p = build_pool(SchedulingPolicy::Fifo, cfg, cache);
     // 20 one-page requests at once: 200 ms of GPU for a 100 ms deadline.
     let mut reqs = Vec::new();
     for d in 0..20u64 {
@@ -274,4 +265,53 @@ async fn fix_drops_queued_work_of_callers_that_have_gone() {
         p.metrics.pages_cancelled.get()
     );
     assert!(p.gpu().stats().pages_computed < 20);
+}
+
+/// Seed 000 follow-up 4: a request whose deadline passes while its document
+/// is computed is told when the result is due, from the document's own
+/// progress, and a retry then finds it in the cache; the incident's pool
+/// answers 504 and leaves the client to its own backoff.
+#[tokio::test(start_paused = true)]
+async fn fix_deadline_answer_says_when_the_result_is_due() {
+    let cfg = PoolConfig {
+        slots: 4,
+        deadline: Duration::from_millis(100),
+        retry_after: RetryAfterMode::Estimated {
+            jitter: 0.5,
+            min: Duration::from_millis(20),
+            max: Duration::from_secs(2),
+        },
+        dedup: DedupMode::WaitWithoutSlot,
+        deadline_answer: DeadlineAnswer::RetryAfterRemaining,
+        ..PoolConfig::default()
+    };
+    let cache = Arc::new(MemoryCache::new(&CacheConfig::default()));
+    let p = build_pool(SchedulingPolicy::Shared, cfg, cache);
+    // 100 pages x 10 ms on one lane: about 10 pages done at the 100 ms
+    // deadline, so about 900 ms to go.
+    let advice = |r: Reply| match r {
+        Reply::Overloaded {
+            retry_after,
+            reason: RejectReason::Deadline,
+        } => retry_after,
+        other => panic!("expected a 503 with advice, got {other:?}"),
+    };
+    let first = advice(p.handle("t1", SLOW_DOC, SLOW_PAGES).await);
+    assert!(
+        (Duration::from_millis(700)..=Duration::from_millis(1100)).contains(&first),
+        "{first:?}"
+    );
+    // A duplicate waits without a slot and is told the rest.
+    let dup = advice(p.handle("t1", SLOW_DOC, SLOW_PAGES).await);
+    assert!(
+        (Duration::from_millis(600)..=Duration::from_millis(1000)).contains(&dup),
+        "{dup:?}"
+    );
+    // Honouring the advice finds the result.
+    tokio::time::sleep(dup + Duration::from_millis(50)).await;
+    assert!(
+        matches!(p.handle("t1", SLOW_DOC, SLOW_PAGES).await, Reply::Ok { .. }),
+        "the result is due when the advice said"
+    );
+    assert_eq!(p.gpu().stats().pages_recomputed, 0);
 }
