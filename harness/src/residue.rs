@@ -370,7 +370,7 @@ mod tests {
         let w = plan(&e, "before-fix");
         // The cache fill at 0 s is a standing condition (trigger: false).
         let sizes: Vec<usize> = w.iter().map(|t| t.documents.len()).collect();
-        assert_eq!(sizes, vec![10, 10, 10, 12, 12]);
+        assert_eq!(sizes, vec![10, 10, 10, 16, 16]);
         // Spread over 4 s: the trigger lasts until its last document arrives.
         assert_eq!(w[0].undone, Some(Duration::from_millis(10_600)));
         // The documents watched are the ones the runner submits, with their pages.
