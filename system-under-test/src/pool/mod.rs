@@ -154,10 +154,14 @@ impl Pool {
         retry_after::advise(&self.cfg.retry_after, state, &mut rand::rng())
     }
 
+    /// The pool's recent time per page of a document (moving average).
+    fn page_time(&self) -> Duration {
+        Duration::from_micros(self.page_time_ewma_us.load(Ordering::Relaxed))
+    }
+
     /// Expected remaining time of in-flight work, for a rejected duplicate.
     fn duplicate_advice(&self, entry: &InflightEntry) -> Duration {
-        let per_page = Duration::from_micros(self.page_time_ewma_us.load(Ordering::Relaxed));
-        let expected = per_page * entry.pages;
+        let expected = self.page_time() * entry.pages;
         retry_after::remaining(expected, entry.elapsed(), Duration::from_millis(1))
     }
 
@@ -275,9 +279,8 @@ impl Pool {
         match self.cfg.deadline_answer {
             DeadlineAnswer::Timeout => self.deadline(),
             DeadlineAnswer::RetryAfterRemaining => {
-                let per_page =
-                    Duration::from_micros(self.page_time_ewma_us.load(Ordering::Relaxed));
-                let advice = retry_after::bounded(&self.cfg.retry_after, entry.remaining(per_page));
+                let remaining = entry.remaining(self.page_time());
+                let advice = retry_after::bounded(&self.cfg.retry_after, remaining);
                 self.reject(RejectReason::Deadline, advice)
             }
         }
