@@ -123,6 +123,11 @@ impl Snapshot {
         sums
     }
 
+    /// CPU seconds of the whole process since `earlier`, ended threads included.
+    pub fn process_since(&self, earlier: &Snapshot) -> f64 {
+        (self.process_s - earlier.process_s).max(0.0)
+    }
+
     /// CPU seconds of threads whose name starts with `prefix`, since `earlier`.
     pub fn threads_since(&self, earlier: &Snapshot, prefix: &str) -> f64 {
         self.threads

@@ -371,10 +371,7 @@ async fn drive_variant(
             let (outcome, agents) =
                 drive_agents(c, exp, v, plan, capacity, total_secs, hard_stop).await;
             let mut cost = meter.finish(&recorder);
-            cost.not_measured.push(format!(
-                "the load path's CPU: the load ran in {} agent process(es) of their own",
-                agents.len()
-            ));
+            crate::cost::add_agents(&mut cost, &agents, c.on_this_machine());
             (Ok(outcome), agents, cost)
         }
     };

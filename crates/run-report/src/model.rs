@@ -230,6 +230,10 @@ pub struct AgentRecord {
     pub lost: Option<String>,
     /// Its documents counted as pending (agent lost).
     pub pending_agent_lost: u64,
+    /// CPU seconds its process reported for driving its shard; `None`
+    /// when it did not report them (lost, or recorded before this field).
+    #[serde(default)]
+    pub cpu_s: Option<f64>,
 }
 
 impl VariantRun {

@@ -36,7 +36,7 @@
 //!                    accounted: bool, ok: bool, problems: [str] },
 //!     "latency": { count, p50_ms, p90_ms, p99_ms, p999_ms, max_ms },
 //!     "interrupted": bool, "interrupted_reason": str | null, "late_arrivals": u64,
-//!     "agents": [{ name, shard, of, documents, lost: str | null, pending_agent_lost }]
+//!     "agents": [{ name, shard, of, documents, lost: str | null, pending_agent_lost, cpu_s: float | null }]
 //!     "harness_cost": null | { wall_s, cpus, method, cpu: [{ name, role: "load_path" | "harness"
 //!                     | "system_under_test" | "unattributed", cpu_s }], not_measured: [str],
 //!                     arrivals_sent, late_arrivals, behind_schedule, lag_p50_ms, lag_p99_ms,
@@ -127,7 +127,7 @@ fn variant(v: &VariantRun, a: &VariantAnalysis) -> Value {
         "late_arrivals": v.late_arrivals,
         "agents": v.agents.iter().map(|a| json!({
             "name": a.name, "shard": a.shard, "of": a.of, "documents": a.documents,
-            "lost": a.lost, "pending_agent_lost": a.pending_agent_lost,
+            "lost": a.lost, "pending_agent_lost": a.pending_agent_lost, "cpu_s": a.cpu_s,
         })).collect::<Vec<_>>(),
         "harness_cost": v.harness_cost.as_ref().map(|c| {
             let mut o = serde_json::to_value(c).unwrap_or(Value::Null);

@@ -91,6 +91,9 @@ pub struct Coordinator {
     containers: Vec<testcontainers::ContainerAsync<testcontainers::GenericImage>>,
     /// The system's URL as the agents see it, when it differs from ours.
     agent_base_url: Option<String>,
+    /// The agents run on this machine (children, containers), so their CPU
+    /// is part of the harness's share of it.
+    on_this_machine: bool,
 }
 
 impl Drop for Coordinator {
@@ -377,7 +380,13 @@ impl Coordinator {
             children,
             containers,
             agent_base_url,
+            on_this_machine: !matches!(source, AgentSource::Remote),
         })
+    }
+
+    /// Whether the agents run on this machine (their CPU counts in its share).
+    pub fn on_this_machine(&self) -> bool {
+        self.on_this_machine
     }
 
     /// How many agents share the load.
@@ -554,6 +563,7 @@ impl Coordinator {
                 documents: planned[i].len() as u64,
                 lost: a.lost.clone(),
                 pending_agent_lost: lost_docs,
+                cpu_s: a.done.as_ref().and_then(|d| d.cpu_s),
             });
         }
         (out, records)

@@ -185,15 +185,23 @@ pub async fn run(args: AgentArgs, stop: Arc<StopSignal>) -> anyhow::Result<()> {
     );
     // The coordinator split the run's in-flight cap between the agents.
     load_plan.max_in_flight = plan.max_in_flight;
+    let cpu_before = crate::cpu::Snapshot::now().ok();
     let load = crate::load::drive(load_plan).await;
+    let cpu_s = cpu_before
+        .zip(crate::cpu::Snapshot::now().ok())
+        .map(|(a, b)| b.process_since(&a));
 
     let finished = match &load {
         Ok(l) => Finished {
             goose_requests: l.goose_requests,
             goose_failures: l.goose_failures,
             journeys: l.journeys,
+            cpu_s,
         },
-        Err(_) => Finished::default(),
+        Err(_) => Finished {
+            cpu_s,
+            ..Finished::default()
+        },
     };
     drop(recorder);
     let _ = finish_tx.send(finished);

@@ -93,4 +93,10 @@ pub struct Finished {
     pub goose_requests: u64,
     pub goose_failures: u64,
     pub journeys: u64,
+    /// CPU seconds the agent's process used while it drove its shard (its
+    /// load path and its reports): the harness's cost, which the
+    /// coordinator cannot read from another process or host. `None`: its
+    /// `/proc` could not be read.
+    #[serde(default)]
+    pub cpu_s: Option<f64>,
 }

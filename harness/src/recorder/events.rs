@@ -16,6 +16,10 @@ pub enum Event {
         tenant: String,
     },
     Late,
+    /// A journey's first attempt left `lag_us` after its planned time.
+    FirstSent {
+        lag_us: u64,
+    },
     AttemptSent {
         doc: u64,
         tenant: String,
@@ -71,6 +75,7 @@ impl Recorder {
         match e {
             Event::Submitted { doc, tenant } => self.submitted_at(when, doc, &tenant),
             Event::Late => self.late(),
+            Event::FirstSent { lag_us } => self.first_sent(Duration::from_micros(lag_us)),
             Event::AttemptSent { doc, tenant } => self.attempt_sent_at(when, doc, &tenant),
             Event::AttemptDone {
                 doc,

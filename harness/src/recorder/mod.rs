@@ -245,6 +245,7 @@ impl Recorder {
     /// arrival schedule's lag, in the harness-cost panel).
     pub fn first_sent(&self, lag: Duration) {
         let us = (lag.as_micros() as u64).max(1);
+        self.tap(Instant::now(), || Event::FirstSent { lag_us: us });
         let mut st = self.state.lock().expect("recorder lock");
         let _ = st.lag.record(us);
         if lag.as_secs_f64() * 1000.0 > run_report::LAG_P99_LIMIT_MS {

@@ -107,6 +107,27 @@ fn schedule_lag_counts_what_was_sent_behind() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_agents_schedule_lag_reaches_the_coordinator() {
+    // A run with --agents judges the load's delivery from the events the
+    // agents stream: the lag of their first sends must be among them.
+    let start = Instant::now();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let agent = Recorder::with_tap(start, 2, tx);
+    agent.first_sent(Duration::from_micros(300));
+    agent.first_sent(Duration::from_millis(30));
+    let coordinator = Recorder::new(start, 2);
+    while let Ok((at, e)) = rx.try_recv() {
+        coordinator.apply(at, e);
+    }
+    let (a, c) = (agent.schedule_lag(), coordinator.schedule_lag());
+    assert_eq!((c.sent, c.behind), (2, 1), "{c:?}");
+    assert_eq!(
+        (a.p50_ms, a.p99_ms, a.max_ms),
+        (c.p50_ms, c.p99_ms, c.max_ms)
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn incorrect_results_are_kept_as_examples() {
     let r = Recorder::new(Instant::now(), 1);
     r.result_checked(9, false, 1, 2);
