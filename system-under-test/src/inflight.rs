@@ -75,7 +75,8 @@ impl InflightEntry {
         let done = self.pages_done.load(Ordering::Relaxed).min(self.pages);
         let elapsed = self.elapsed();
         if done == 0 {
-            return (per_page * self.pages).saturating_sub(elapsed);
+            // No page yet: the duplicate's estimate, from the pool's average.
+            return crate::retry_after::remaining(per_page * self.pages, elapsed, Duration::ZERO);
         }
         elapsed.mul_f64(f64::from(self.pages - done) / f64::from(done))
     }
