@@ -64,14 +64,20 @@ fn parse_stat(line: &str, hz: f64) -> Option<(String, f64)> {
     Some((name, (utime + stime) / hz))
 }
 
+/// CPU seconds this whole process has used so far, ended threads included
+/// (`/proc/self/stat`).
+pub fn process_cpu_s() -> std::io::Result<f64> {
+    let process = std::fs::read_to_string("/proc/self/stat")?;
+    parse_stat(&process, ticks_per_sec())
+        .map(|(_, s)| s)
+        .ok_or_else(|| std::io::Error::other("unparsable /proc/self/stat"))
+}
+
 impl Snapshot {
     /// Reads every live thread of this process; an unreadable `/proc` gives an error.
     pub fn now() -> std::io::Result<Snapshot> {
         let hz = ticks_per_sec();
-        let process = std::fs::read_to_string("/proc/self/stat")?;
-        let process_s = parse_stat(&process, hz)
-            .map(|(_, s)| s)
-            .ok_or_else(|| std::io::Error::other("unparsable /proc/self/stat"))?;
+        let process_s = process_cpu_s()?;
         let mut threads = HashMap::new();
         for entry in std::fs::read_dir("/proc/self/task")?.flatten() {
             let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
@@ -121,11 +127,6 @@ impl Snapshot {
         }
         sums.sort_by(|a, b| a.name.cmp(&b.name));
         sums
-    }
-
-    /// CPU seconds of the whole process since `earlier`, ended threads included.
-    pub fn process_since(&self, earlier: &Snapshot) -> f64 {
-        (self.process_s - earlier.process_s).max(0.0)
     }
 
     /// CPU seconds of threads whose name starts with `prefix`, since `earlier`.

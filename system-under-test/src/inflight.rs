@@ -132,20 +132,13 @@ impl InflightRegistry {
         if map.len() >= self.capacity {
             return Err(Err(RegistryFull));
         }
-        let (tx, _rx) = watch::channel(None);
-        let entry = Arc::new(InflightEntry {
-            started: Instant::now(),
-            pages,
-            pages_done: AtomicU32::new(0),
-            abandoned: AtomicBool::new(false),
-            done: tx,
-            cancel: watch::channel(false).0,
-        });
+        let entry = Self::standalone(pages);
         map.insert(doc, entry.clone());
         Ok(entry)
     }
 
-    /// An entry for work that is not de-duplicated (dedup off): never in the map.
+    /// A fresh entry; for work that is not de-duplicated (dedup off) it is
+    /// never put in the map.
     pub fn standalone(pages: u32) -> Arc<InflightEntry> {
         let (tx, _rx) = watch::channel(None);
         Arc::new(InflightEntry {

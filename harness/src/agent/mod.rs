@@ -185,11 +185,11 @@ pub async fn run(args: AgentArgs, stop: Arc<StopSignal>) -> anyhow::Result<()> {
     );
     // The coordinator split the run's in-flight cap between the agents.
     load_plan.max_in_flight = plan.max_in_flight;
-    let cpu_before = crate::cpu::Snapshot::now().ok();
+    let cpu_before = crate::cpu::process_cpu_s().ok();
     let load = crate::load::drive(load_plan).await;
     let cpu_s = cpu_before
-        .zip(crate::cpu::Snapshot::now().ok())
-        .map(|(a, b)| b.process_since(&a));
+        .zip(crate::cpu::process_cpu_s().ok())
+        .map(|(a, b)| (b - a).max(0.0));
 
     let finished = match &load {
         Ok(l) => Finished {
