@@ -23,6 +23,7 @@ mod error;
 mod format;
 mod html;
 mod junit;
+mod latency_counts;
 mod metrics;
 mod model;
 mod series;
@@ -47,6 +48,7 @@ pub use csv::timeseries_csv;
 pub use error::ReportError;
 pub use html::{data_uri, page, render_html};
 pub use junit::junit_xml;
+pub use latency_counts::LatencyCounts;
 pub use metrics::{
     metric_value, MetricRef, ALERT_METRICS, METRICS, WINDOWED_METRICS, ZONE_METRICS,
 };

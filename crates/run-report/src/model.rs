@@ -3,6 +3,7 @@
 //! fills it) and the analysis and report code (which only reads it), so the
 //! analysis can be tested on synthetic series without running any load.
 
+use crate::latency_counts::LatencyCounts;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -321,6 +322,11 @@ pub struct Second {
     /// Latency percentiles of attempts completed in this second (ms); 0 when none.
     pub p50_ms: f64,
     pub p99_ms: f64,
+    /// The latencies of those attempts, counted on a fixed grid: the
+    /// verdict counts those slower than the baseline's limit (empty in runs
+    /// recorded before it existed, whose latency is then not judged).
+    #[serde(default, skip_serializing_if = "LatencyCounts::is_empty")]
+    pub latency: LatencyCounts,
     /// Document journeys in flight at the end of the second.
     pub in_flight: u64,
     /// Documents that completed (200 with a verified result) in this second.

@@ -21,7 +21,8 @@
 //!                  overloaded: "residue_end_s", "offered_per_s", "baseline_per_s";
 //!                  inconclusive: "reason", "needed_s"; never_healthy: "reason" },
 //!     "verdict_text": str (the verdict with what it rests on),
-//!     "baseline": null | { seconds, failure_ratio, p99_ms, ratio_limit, p99_limit_ms, offered_per_s,
+//!     "baseline": null | { seconds, failure_ratio, p99_ms (pooled), ratio_limit, p99_limit_ms
+//!                          (an attempt above it is slow), latency_judged, offered_per_s,
 //!                          offered_is_planned, effect },
 //!     "triggers": [{ label, start_s, end_s, residue_end_s, residue }],
 //!     "episodes": [{ labels, start_s, trigger_end_s, residue_end_s, horizon_s, horizon_is_end,

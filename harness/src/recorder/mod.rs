@@ -496,6 +496,7 @@ impl Recorder {
         row.errors = c.errors;
         row.p50_ms = c.p50_ms;
         row.p99_ms = c.p99_ms;
+        row.latency = c.latency;
         row.documents_completed = c.documents_completed;
         row.pages_delivered = c.pages_delivered;
         row.documents_given_up = c.documents_given_up;
@@ -533,6 +534,10 @@ impl Recorder {
             ),
             _ => (0.0, 0.0),
         };
+        let mut latency = run_report::LatencyCounts::default();
+        for v in b.latency.iter().flat_map(|h| h.iter_recorded()) {
+            latency.record_n(v.value_iterated_to() as f64 / 1000.0, v.count_at_value());
+        }
         run_report::Second {
             t: t as u32,
             arrivals: b.arrivals,
@@ -545,6 +550,7 @@ impl Recorder {
             errors: b.errors,
             p50_ms: p50,
             p99_ms: p99,
+            latency,
             in_flight,
             documents_completed: b.completed,
             pages_delivered: b.pages_delivered,

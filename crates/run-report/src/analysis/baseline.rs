@@ -3,9 +3,7 @@
 //!
 //! * **Baseline.** Over the whole seconds in `[warmup_s, first trigger)` that
 //!   have at least [`MIN_ATTEMPTS`] completed attempts: the mean per-second
-//!   failure ratio, the *highest* per-second p99 (the envelope of normal
-//!   behaviour: a per-second p99 of ~100 samples is noisy, and judging against
-//!   its mean would call a healthy system degraded), the offered load of new
+//!   failure ratio, the p99 of all their attempts' latencies pooled, the offered load of new
 //!   documents (with a planned rate, the highest one carried for 3 seconds:
 //!   traffic that stepped up was healthy at its peak, not at its mean), and the work-amplification figures of [`super::sustaining`].
 //!   Fewer than `min_baseline_s` such seconds, or a failure ratio above
@@ -19,12 +17,15 @@
 //!     among 30 attempts is not a relapse, a sustained 10 % is), or the
 //!     centred 3-second median of the per-second failure ratio is within `L`
 //!     (a one-second spike is not a relapse either);
-//!   - *latency*: the centred 5-second median of the per-second p99 at most
+//!   - *latency*: the same test on *slow* attempts, those slower than
 //!     max(baseline p99 x `recovery_factor`, baseline p99 + [`P99_SLACK_MS`]),
-//!     where the baseline p99 is the highest per-second p99 before the
-//!     trigger (a p99 of ~30 attempts is nearly their maximum, so a single
-//!     large document moves it; only a latency shift lasting several
-//!     seconds counts).
+//!     with [`SLOW_SHARE`] (1 %, the share of healthy attempts above the
+//!     baseline's p99) as the limit ratio. A per-second p99 cannot be
+//!     judged: at ~30 attempts a second it is the slowest attempt, so one
+//!     ordinary large document would decide it. Counting the slow attempts
+//!     lets a heavy tail through and still calls a latency shift that slows
+//!     one attempt in ten degraded. A run recorded without latency counts
+//!     ([`crate::LatencyCounts`]) has its latency not judged, and says so.
 //!
 //!   A second with fewer completed attempts is *degraded* (a system so stuck
 //!   that nothing completes has not recovered).
@@ -32,6 +33,7 @@
 //!   it is not judged) that has at least [`MIN_ATTEMPTS`] completed attempts.
 
 use super::sustaining::{self, EffectFigures};
+use crate::latency_counts::LatencyCounts;
 use crate::model::{AnalysisConfig, Second, VariantRun};
 use crate::series::{self, MIN_ATTEMPTS};
 use serde::{Deserialize, Serialize};
@@ -41,6 +43,10 @@ use std::collections::BTreeMap;
 pub const RATIO_SLACK: f64 = 0.02;
 /// Absolute slack on the p99 when judging health (ms).
 pub const P99_SLACK_MS: f64 = 5.0;
+/// The quantile of the baseline's latencies that sets the slow limit ...
+const LATENCY_QUANTILE: f64 = 0.99;
+/// ... and so the share of healthy attempts that may be slower than it.
+pub const SLOW_SHARE: f64 = 1.0 - LATENCY_QUANTILE;
 
 /// The healthy behaviour measured before the first trigger, and the limits derived from it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,11 +54,18 @@ pub struct Baseline {
     /// Seconds with enough completed attempts that the baseline was measured on.
     pub seconds: u32,
     pub failure_ratio: f64,
+    /// The p99 of the baseline's attempts, pooled (with no latency counts:
+    /// the highest per-second p99, for the record only).
     pub p99_ms: f64,
     /// A second is healthy at or below this failure ratio ...
     pub ratio_limit: f64,
-    /// ... and at or below this p99 (ms).
+    /// ... and with no more than [`SLOW_SHARE`] (plus noise) of its attempts
+    /// slower than this (ms).
     pub p99_limit_ms: f64,
+    /// Whether latency is judged: false for a run recorded without
+    /// per-second latency counts.
+    #[serde(default = "yes")]
+    pub latency_judged: bool,
     /// New documents offered per second (the arrival plan's rate where it
     /// was recorded, else the arrivals counted).
     pub offered_per_s: f64,
@@ -60,6 +73,10 @@ pub struct Baseline {
     pub offered_is_planned: bool,
     /// Work amplification while healthy, for comparison with a sustained failure.
     pub effect: EffectFigures,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Why no baseline could be measured.
@@ -153,11 +170,18 @@ pub fn measure(
     ) {
         return Err(NoBaseline::Failing { failure_ratio });
     }
-    let p99_ms = before
-        .iter()
-        .map(|s| s.p99_ms)
-        .filter(|p| p.is_finite())
-        .fold(0.0, f64::max);
+    let mut pooled = LatencyCounts::default();
+    for s in &before {
+        pooled.merge(&s.latency);
+    }
+    let counted_p99 = pooled.quantile_upper_ms(LATENCY_QUANTILE);
+    let p99_ms = counted_p99.unwrap_or_else(|| {
+        before
+            .iter()
+            .map(|s| s.p99_ms)
+            .filter(|p| p.is_finite())
+            .fold(0.0, f64::max)
+    });
     let factor = if cfg.recovery_factor.is_finite() {
         cfg.recovery_factor
     } else {
@@ -175,6 +199,7 @@ pub fn measure(
         p99_ms,
         ratio_limit: (failure_ratio * factor).max(failure_ratio + RATIO_SLACK),
         p99_limit_ms: (p99_ms * factor).max(p99_ms + P99_SLACK_MS),
+        latency_judged: counted_p99.is_some(),
         offered_per_s,
         offered_is_planned: planned,
         effect: sustaining::figures(&before),
@@ -211,6 +236,31 @@ pub fn failures_within(failed: u64, n: u64, limit: f64) -> bool {
     failed as f64 <= expected + 2.0 * expected.sqrt() + 1.0
 }
 
+/// Whether the seconds around `t` keep their `(bad, of)` attempts within
+/// the ratio `limit`: over the centred 3 seconds at most the limit plus a
+/// count's Poisson noise, or a centred 3-second median of the per-second
+/// ratios (seconds with at least [`MIN_ATTEMPTS`] attempts) within it.
+fn within_limit<'a>(
+    by_t: &'a BTreeMap<u32, &'a Second>,
+    bad: impl Fn(&Second) -> (u64, u64) + 'a,
+    limit: f64,
+) -> impl Fn(u32) -> bool + 'a {
+    let ratio = smoothed(by_t.values().copied(), 1, |s| {
+        let (k, n) = bad(s);
+        (n >= MIN_ATTEMPTS).then(|| k as f64 / n as f64)
+    });
+    move |t| {
+        let (k, n) = by_t.range(t.saturating_sub(1)..=t.saturating_add(1)).fold(
+            (0u64, 0u64),
+            |(k, n), (_, s)| {
+                let (bk, bn) = bad(s);
+                (k + bk, n + bn)
+            },
+        );
+        failures_within(k, n, limit) || ratio.get(&t).is_some_and(|r| *r <= limit)
+    }
+}
+
 /// Health of the seconds `[from, end)`. Only seconds present in the series
 /// can be healthy (a missing second is degraded, like one with too few
 /// completed attempts), so the memory is bounded by the series, not by `end`.
@@ -228,31 +278,20 @@ impl Health {
             .iter()
             .filter(|s| s.t >= from && s.t < end)
             .collect();
-        let p99 = smoothed(
-            judged
-                .iter()
-                .copied()
-                .filter(|s| series::completed(s) >= MIN_ATTEMPTS),
-            2,
-            |s| Some(s.p99_ms),
-        );
         let by_t: BTreeMap<u32, &Second> = judged.iter().map(|s| (s.t, *s)).collect();
-        let ratio = smoothed(judged.iter().copied(), 1, series::trusted_failure_ratio);
-        let failures_ok = |t: u32| {
-            let (failed, n) = by_t
-                .range(t.saturating_sub(1)..=t.saturating_add(1))
-                .fold((0u64, 0u64), |(f, n), (_, s)| {
-                    (f + series::failed(s), n + series::completed(s))
-                });
-            failures_within(failed, n, b.ratio_limit)
-                || ratio.get(&t).is_some_and(|r| *r <= b.ratio_limit)
+        let failures = |s: &Second| (series::failed(s), series::completed(s));
+        let slow = |s: &Second| {
+            let n = s.latency.count();
+            (s.latency.count_slower_than(b.p99_limit_ms), n)
         };
+        let failures_ok = within_limit(&by_t, failures, b.ratio_limit);
+        let latency_ok = within_limit(&by_t, slow, SLOW_SHARE);
         let healthy = judged
             .iter()
             .filter(|s| {
                 series::completed(s) >= MIN_ATTEMPTS
                     && failures_ok(s.t)
-                    && p99.get(&s.t).is_some_and(|p| *p <= b.p99_limit_ms)
+                    && (!b.latency_judged || latency_ok(s.t))
             })
             .map(|s| s.t)
             .collect();
@@ -301,4 +340,93 @@ pub fn judged_end(v: &VariantRun) -> u32 {
         .map(|s| s.t.saturating_add(1))
         .max()
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` seconds from `t0` of 30 completed attempts, `slow` of them at
+    /// `slow_ms` and the rest at 40 ms; none failed.
+    fn seconds(t0: u32, n: u32, slow: u64, slow_ms: f64) -> Vec<Second> {
+        (t0..t0 + n)
+            .map(|t| {
+                let mut latency = LatencyCounts::default();
+                latency.record_n(40.0, 30 - slow);
+                latency.record_n(slow_ms, slow);
+                Second {
+                    t,
+                    ok: 30,
+                    p99_ms: if slow > 0 { slow_ms } else { 40.0 },
+                    latency,
+                    ..Second::default()
+                }
+            })
+            .collect()
+    }
+
+    fn judge(after: Vec<Second>) -> (Baseline, Health) {
+        let mut all = seconds(0, 13, 0, 0.0);
+        all.extend(after);
+        let cfg = AnalysisConfig::default();
+        let b = measure(&all, &cfg, 13.0).expect("a baseline");
+        let h = Health::classify(&all, &b, 13, 13 + 20);
+        (b, h)
+    }
+
+    #[test]
+    fn the_limit_comes_from_the_pooled_p99() {
+        let (b, _) = judge(vec![]);
+        assert!(b.latency_judged);
+        assert!((40.0..40.0 * 1.095).contains(&b.p99_ms), "{b:?}");
+        assert!(
+            (b.p99_limit_ms - (b.p99_ms + P99_SLACK_MS)).abs() < 1e-9,
+            "{b:?}"
+        );
+    }
+
+    #[test]
+    fn one_slow_attempt_a_second_is_a_heavy_tail_not_a_relapse() {
+        // Every second's p99 is 900 ms (the slowest of 30), yet 29 of 30 are as before.
+        let (_, h) = judge(seconds(13, 20, 1, 900.0));
+        assert_eq!(h.degraded_seconds(), 0);
+    }
+
+    #[test]
+    fn one_attempt_in_ten_slowed_is_degraded() {
+        let (_, h) = judge(seconds(13, 20, 3, 300.0));
+        assert_eq!(h.degraded_seconds(), 20);
+    }
+
+    #[test]
+    fn one_slowed_second_alone_is_not_a_relapse_but_three_are() {
+        let mut after = seconds(13, 20, 0, 0.0);
+        after[5] = seconds(18, 1, 30, 300.0).remove(0);
+        let (_, h) = judge(after.clone());
+        assert_eq!(h.degraded_seconds(), 0);
+        for s in &mut after[5..8] {
+            *s = seconds(s.t, 1, 30, 300.0).remove(0);
+        }
+        let (_, h) = judge(after);
+        assert_eq!(h.degraded_seconds(), 3);
+        assert_eq!(h.healthy_in(18, 21).count(), 0);
+    }
+
+    #[test]
+    fn a_run_recorded_without_latency_counts_is_not_judged_on_latency() {
+        let strip = |v: Vec<Second>| -> Vec<Second> {
+            v.into_iter()
+                .map(|s| Second {
+                    latency: LatencyCounts::default(),
+                    ..s
+                })
+                .collect()
+        };
+        let mut all = strip(seconds(0, 13, 0, 0.0));
+        all.extend(strip(seconds(13, 20, 30, 900.0)));
+        let b = measure(&all, &AnalysisConfig::default(), 13.0).unwrap();
+        assert!(!b.latency_judged);
+        assert_eq!(b.p99_ms, 40.0);
+        assert_eq!(Health::classify(&all, &b, 13, 33).degraded_seconds(), 0);
+    }
 }

@@ -187,7 +187,7 @@ pub fn rules(h: &mut String, run: &RunData, analysis: &Analysis) {
             "baseline p99",
             "offered load",
             "healthy if failure ratio ≤",
-            "and p99 ≤",
+            "an attempt is slow above",
             "judged until",
             "verdict",
         ],
@@ -214,7 +214,13 @@ pub fn rules(h: &mut String, run: &RunData, analysis: &Analysis) {
                     )
                 }),
                 opt_pct(b.map(|b| b.ratio_limit)),
-                b.map_or("—".into(), |b| ms(b.p99_limit_ms)),
+                b.map_or("—".into(), |b| {
+                    if b.latency_judged {
+                        ms(b.p99_limit_ms)
+                    } else {
+                        "not judged (recorded without latency counts)".into()
+                    }
+                }),
                 format!("{} s", a.judged_end_s),
                 verdict_html(&a.verdict),
             ],

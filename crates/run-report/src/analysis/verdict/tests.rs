@@ -5,7 +5,8 @@ use super::*;
 use crate::model::{EventKind, TimelineEvent};
 
 /// One second per entry: (failure percent, p99 ms) over 100 completed
-/// attempts, or none when the percent is negative. 50 new documents/s
+/// attempts (99 of them at half the p99, one at it), or none when the
+/// percent is negative. 50 new documents/s
 /// offered; each failed attempt is retried, so a second with `p` % failures
 /// sends `100 + 2p` attempts, and a stalled one 300 (the sustaining effect
 /// of a failing second: retries).
@@ -19,6 +20,11 @@ fn seconds(points: &[(i64, f64)]) -> Vec<Second> {
             } else {
                 (100 - p as u64, p as u64)
             };
+            let mut latency = crate::LatencyCounts::default();
+            if p >= 0 {
+                latency.record_n(p99 / 2.0, 99);
+                latency.record_n(p99, 1);
+            }
             Second {
                 t: t as u32,
                 arrivals: 50,
@@ -28,6 +34,7 @@ fn seconds(points: &[(i64, f64)]) -> Vec<Second> {
                 ok,
                 timeouts,
                 p99_ms: p99,
+                latency,
                 ..Second::default()
             }
         })
