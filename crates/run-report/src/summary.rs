@@ -1,10 +1,12 @@
 //! `summary.json`: the machine-readable verdicts, with a stable schema so CI
-//! and dashboards can read it without parsing HTML. Schema version 2 (2 gave
-//! the verdict its classes and the triggers their residues):
+//! and dashboards can read it without parsing HTML. Schema version 3 (2 gave
+//! the verdict its classes and the triggers their residues; 3 judges latency
+//! by counting slow attempts: the baseline's `p99_limit_ms` became
+//! `slow_above_ms`, from the pooled `p95_ms`):
 //!
 //! ```text
 //! {
-//!   "schema_version": 2,
+//!   "schema_version": 3,
 //!   "experiment": str, "description": str, "run_id": str, "started_at": str (RFC 3339),
 //!   "seed": u64, "quick": bool,
 //!   "environment": { kind, gpu_adapter, gpu_fallback, gpu_fallback_reason, calibrated_pages_per_sec,
@@ -21,9 +23,9 @@
 //!                  overloaded: "residue_end_s", "offered_per_s", "baseline_per_s";
 //!                  inconclusive: "reason", "needed_s"; never_healthy: "reason" },
 //!     "verdict_text": str (the verdict with what it rests on),
-//!     "baseline": null | { seconds, failure_ratio, p99_ms (pooled), ratio_limit, p99_limit_ms
-//!                          (an attempt above it is slow), latency_judged, offered_per_s,
-//!                          offered_is_planned, effect },
+//!     "baseline": null | { seconds, failure_ratio, p99_ms, p95_ms (pooled), ratio_limit,
+//!                          slow_above_ms, latency_judged, offered_per_s, offered_is_planned,
+//!                          effect },
 //!     "triggers": [{ label, start_s, end_s, residue_end_s, residue }],
 //!     "episodes": [{ labels, start_s, trigger_end_s, residue_end_s, horizon_s, horizon_is_end,
 //!                    outcome: { "outcome": "recovered", at_s } | { "outcome": "still_degraded" }
@@ -52,7 +54,7 @@
 //! ```
 //!
 //! Undefined numbers (and NaN) are `null`. New fields may be added; existing
-//! ones keep their meaning while `schema_version` stays 2.
+//! ones keep their meaning while `schema_version` stays 3.
 
 use crate::analysis::verdict::triggers_of;
 use crate::analysis::{Analysis, VariantAnalysis};
@@ -62,7 +64,7 @@ use crate::series::zone_names;
 use serde_json::{json, Map, Value};
 
 /// Version of the summary.json schema described in this module.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 fn metrics(v: &VariantRun, a: &VariantAnalysis) -> Value {
     let mut m = Map::new();

@@ -45,6 +45,23 @@ async fn buckets_by_second_and_accounts_documents() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_second_keeps_every_attempts_latency_for_the_verdict() {
+    let r = Recorder::new(Instant::now(), 5);
+    for ms in [40, 41, 42, 43, 900] {
+        r.attempt_done(1, AttemptOutcome::Ok, Duration::from_millis(ms));
+    }
+    r.attempt_done(2, AttemptOutcome::Timeout, Duration::from_millis(875));
+    let s = r.second(0);
+    assert_eq!(s.latency.count(), 6, "{:?}", s.latency);
+    assert_eq!(s.latency.count_slower_than(100.0), 2);
+    assert_eq!(s.latency.count_slower_than(880.0), 1);
+    // refresh() carries them too (the agents' path).
+    let mut row = run_report::Second::default();
+    r.refresh(&mut row);
+    assert_eq!(row.latency, s.latency);
+}
+
+#[tokio::test(start_paused = true)]
 async fn watched_documents_end_when_their_last_journey_does() {
     let r = Recorder::new(Instant::now(), 5);
     r.watch([1, 2, 3]);

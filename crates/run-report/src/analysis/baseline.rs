@@ -3,7 +3,7 @@
 //!
 //! * **Baseline.** Over the whole seconds in `[warmup_s, first trigger)` that
 //!   have at least [`MIN_ATTEMPTS`] completed attempts: the mean per-second
-//!   failure ratio, the p99 of all their attempts' latencies pooled, the offered load of new
+//!   failure ratio, the p95 of all their attempts' latencies pooled, the offered load of new
 //!   documents (with a planned rate, the highest one carried for 3 seconds:
 //!   traffic that stepped up was healthy at its peak, not at its mean), and the work-amplification figures of [`super::sustaining`].
 //!   Fewer than `min_baseline_s` such seconds, or a failure ratio above
@@ -18,13 +18,18 @@
 //!     centred 3-second median of the per-second failure ratio is within `L`
 //!     (a one-second spike is not a relapse either);
 //!   - *latency*: the same test on *slow* attempts, those slower than
-//!     max(baseline p99 x `recovery_factor`, baseline p99 + [`P99_SLACK_MS`]),
-//!     with [`SLOW_SHARE`] (1 %, the share of healthy attempts above the
-//!     baseline's p99) as the limit ratio. A per-second p99 cannot be
+//!     max(baseline p95 x `recovery_factor`, baseline p95 + [`LATENCY_SLACK_MS`]),
+//!     with [`SLOW_SHARE`] (5 %, the share of healthy attempts above the
+//!     baseline's p95) as the limit ratio. A per-second p99 cannot be
 //!     judged: at ~30 attempts a second it is the slowest attempt, so one
 //!     ordinary large document would decide it. Counting the slow attempts
 //!     lets a heavy tail through and still calls a latency shift that slows
-//!     one attempt in ten degraded. A run recorded without latency counts
+//!     one attempt in six degraded. The p95, not the p99: a baseline holds
+//!     ~130 attempts (5 s at 25-30 a second), so its p99 is its second
+//!     slowest attempt (112-316 ms over retry-storm's seeds, whose healthy
+//!     seconds later had 0.2-3.8 % of their attempts above that limit, not
+//!     1 %), while about 6 attempts lie above its p95 (healthy seconds later:
+//!     1.4-4.7 % above the limit). A run recorded without latency counts
 //!     ([`crate::LatencyCounts`]) has its latency not judged, and says so.
 //!
 //!   A second with fewer completed attempts is *degraded* (a system so stuck
@@ -41,10 +46,10 @@ use std::collections::BTreeMap;
 
 /// Absolute slack on the failure ratio when judging health.
 pub const RATIO_SLACK: f64 = 0.02;
-/// Absolute slack on the p99 when judging health (ms).
-pub const P99_SLACK_MS: f64 = 5.0;
+/// Absolute slack on the baseline's latency quantile when judging health (ms).
+pub const LATENCY_SLACK_MS: f64 = 5.0;
 /// The quantile of the baseline's latencies that sets the slow limit ...
-const LATENCY_QUANTILE: f64 = 0.99;
+const LATENCY_QUANTILE: f64 = 0.95;
 /// ... and so the share of healthy attempts that may be slower than it.
 pub const SLOW_SHARE: f64 = 1.0 - LATENCY_QUANTILE;
 
@@ -54,14 +59,16 @@ pub struct Baseline {
     /// Seconds with enough completed attempts that the baseline was measured on.
     pub seconds: u32,
     pub failure_ratio: f64,
-    /// The p99 of the baseline's attempts, pooled (with no latency counts:
-    /// the highest per-second p99, for the record only).
+    /// The p99 of the baseline's attempts, pooled, for the record (with no
+    /// latency counts: the highest per-second p99).
     pub p99_ms: f64,
+    /// The p95 of the baseline's attempts, pooled (0 with no latency counts).
+    pub p95_ms: f64,
     /// A second is healthy at or below this failure ratio ...
     pub ratio_limit: f64,
     /// ... and with no more than [`SLOW_SHARE`] (plus noise) of its attempts
-    /// slower than this (ms).
-    pub p99_limit_ms: f64,
+    /// slower than this (ms): max(p95 x factor, p95 + [`LATENCY_SLACK_MS`]).
+    pub slow_above_ms: f64,
     /// Whether latency is judged: false for a run recorded without
     /// per-second latency counts.
     #[serde(default = "yes")]
@@ -174,8 +181,8 @@ pub fn measure(
     for s in &before {
         pooled.merge(&s.latency);
     }
-    let counted_p99 = pooled.quantile_upper_ms(LATENCY_QUANTILE);
-    let p99_ms = counted_p99.unwrap_or_else(|| {
+    let p95_ms = pooled.quantile_upper_ms(LATENCY_QUANTILE);
+    let p99_ms = pooled.quantile_upper_ms(0.99).unwrap_or_else(|| {
         before
             .iter()
             .map(|s| s.p99_ms)
@@ -197,9 +204,10 @@ pub fn measure(
         seconds: before.len() as u32,
         failure_ratio,
         p99_ms,
+        p95_ms: p95_ms.unwrap_or(0.0),
         ratio_limit: (failure_ratio * factor).max(failure_ratio + RATIO_SLACK),
-        p99_limit_ms: (p99_ms * factor).max(p99_ms + P99_SLACK_MS),
-        latency_judged: counted_p99.is_some(),
+        slow_above_ms: p95_ms.map_or(0.0, |p| (p * factor).max(p + LATENCY_SLACK_MS)),
+        latency_judged: p95_ms.is_some(),
         offered_per_s,
         offered_is_planned: planned,
         effect: sustaining::figures(&before),
@@ -282,7 +290,7 @@ impl Health {
         let failures = |s: &Second| (series::failed(s), series::completed(s));
         let slow = |s: &Second| {
             let n = s.latency.count();
-            (s.latency.count_slower_than(b.p99_limit_ms), n)
+            (s.latency.count_slower_than(b.slow_above_ms), n)
         };
         let failures_ok = within_limit(&by_t, failures, b.ratio_limit);
         let latency_ok = within_limit(&by_t, slow, SLOW_SHARE);
@@ -375,12 +383,12 @@ mod tests {
     }
 
     #[test]
-    fn the_limit_comes_from_the_pooled_p99() {
+    fn the_limit_comes_from_the_pooled_p95() {
         let (b, _) = judge(vec![]);
         assert!(b.latency_judged);
-        assert!((40.0..40.0 * 1.095).contains(&b.p99_ms), "{b:?}");
+        assert!((40.0..40.0 * 1.095).contains(&b.p95_ms), "{b:?}");
         assert!(
-            (b.p99_limit_ms - (b.p99_ms + P99_SLACK_MS)).abs() < 1e-9,
+            (b.slow_above_ms - (b.p95_ms + LATENCY_SLACK_MS)).abs() < 1e-9,
             "{b:?}"
         );
     }
@@ -393,8 +401,8 @@ mod tests {
     }
 
     #[test]
-    fn one_attempt_in_ten_slowed_is_degraded() {
-        let (_, h) = judge(seconds(13, 20, 3, 300.0));
+    fn one_attempt_in_five_slowed_is_degraded() {
+        let (_, h) = judge(seconds(13, 20, 6, 300.0));
         assert_eq!(h.degraded_seconds(), 20);
     }
 
@@ -426,7 +434,7 @@ mod tests {
         all.extend(strip(seconds(13, 20, 30, 900.0)));
         let b = measure(&all, &AnalysisConfig::default(), 13.0).unwrap();
         assert!(!b.latency_judged);
-        assert_eq!(b.p99_ms, 40.0);
+        assert_eq!((b.p99_ms, b.p95_ms, b.slow_above_ms), (40.0, 0.0, 0.0));
         assert_eq!(Health::classify(&all, &b, 13, 33).degraded_seconds(), 0);
     }
 }

@@ -567,13 +567,13 @@ pub fn verdict_rule_text(cfg: &AnalysisConfig) -> String {
     format!(
         "Baseline = the whole seconds from {warm} s (after warm-up) to the first trigger with at \
          least {MIN_ATTEMPTS} completed attempts (at least {minb} of them; fewer, or a failure \
-         ratio above {thr:.0} %, is NEVER HEALTHY): mean failure ratio, p99 of their attempts, \
+         ratio above {thr:.0} %, is NEVER HEALTHY): mean failure ratio, p95 of their attempts, \
          offered load and work amplification. A second is healthy when at least {MIN_ATTEMPTS} \
          attempts completed, its failures are within L = max(baseline x {f}, baseline + {rs:.0} \
          points) allowing for small counts (at most n L + 2 sqrt(n L) + 1 failed of the n \
          attempts of the 3 seconds around it) or for one isolated second (3-second median ratio \
          within L), and its attempts are no slower by the same test, with {slow:.0} % for L \
-         (slow: above max(baseline p99 x {f}, baseline p99 + {ps:.0} ms)). A trigger is over when its fault is undone and the work it injected has \
+         (slow: above max(baseline p95 x {f}, baseline p95 + {ps:.0} ms)). A trigger is over when its fault is undone and the work it injected has \
          left the system (its residue: injected documents done, each of their pages computed \
          once); overlapping triggers form one episode, judged up to the next episode or the end \
          of the load. An episode RECOVERED at the first second less than {w} s after its \
@@ -591,7 +591,7 @@ pub fn verdict_rule_text(cfg: &AnalysisConfig) -> String {
         thr = cfg.wave_threshold * 100.0,
         f = cfg.recovery_factor,
         rs = baseline::RATIO_SLACK * 100.0,
-        ps = baseline::P99_SLACK_MS,
+        ps = baseline::LATENCY_SLACK_MS,
         slow = baseline::SLOW_SHARE * 100.0,
         half = w.div_ceil(2),
     )

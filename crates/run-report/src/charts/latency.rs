@@ -1,5 +1,7 @@
 //! The latency chart: per-second p50 and p99 of attempts for each variant
-//! (stacked, one shared log scale and time axis, faults shaded), then the
+//! (stacked, one shared log scale and time axis, faults shaded, and the
+//! verdict's slow limit where latency was judged: a p99 above it is one slow
+//! attempt or more, not yet a degraded second), then the
 //! percentile distribution of every variant overlaid on a "nines" axis
 //! (x = -log10(1 - p/100): p90 at 1, p99 at 2, p99.9 at 3, max at 4), which is
 //! where retry storms hide: the tail.
@@ -173,7 +175,7 @@ fn distribution<DB: DrawingBackend>(
 pub fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     run: &RunData,
-    _analysis: &Analysis,
+    analysis: &Analysis,
 ) -> DrawResult {
     root.fill(&WHITE).map_err(err)?;
     let (_, h) = root.dim_in_pixel();
@@ -192,6 +194,18 @@ pub fn draw<DB: DrawingBackend>(
             .enumerate()
         {
             let color = variant_color(i);
+            let slow_limit = analysis
+                .variants
+                .iter()
+                .find(|a| a.name == v.name)
+                .and_then(|a| a.baseline.as_ref())
+                .filter(|b| b.latency_judged && (range.0..=range.1).contains(&b.slow_above_ms))
+                .map(|b| {
+                    (
+                        b.slow_above_ms,
+                        format!("slow above {}", fmt_ms(b.slow_above_ms)),
+                    )
+                });
             let points = |f: fn(&crate::model::Second) -> f64| {
                 v.seconds.iter().map(move |s| {
                     (
@@ -210,7 +224,7 @@ pub fn draw<DB: DrawingBackend>(
                 y_hi: range.1,
                 log_y: true,
                 y_fmt: fmt_ms,
-                threshold: None,
+                threshold: slow_limit,
                 bars: Vec::new(),
                 x_labels: true,
                 event_labels: true,

@@ -184,7 +184,7 @@ pub fn rules(h: &mut String, run: &RunData, analysis: &Analysis) {
             "variant",
             "baseline seconds",
             "baseline failure ratio",
-            "baseline p99",
+            "baseline p95 / p99",
             "offered load",
             "healthy if failure ratio ≤",
             "an attempt is slow above",
@@ -201,7 +201,13 @@ pub fn rules(h: &mut String, run: &RunData, analysis: &Analysis) {
                 escape(&a.name),
                 b.map_or("—".into(), |b| b.seconds.to_string()),
                 opt_pct(b.map(|b| b.failure_ratio)),
-                b.map_or("—".into(), |b| ms(b.p99_ms)),
+                b.map_or("—".into(), |b| {
+                    if b.latency_judged {
+                        format!("{} / {}", ms(b.p95_ms), ms(b.p99_ms))
+                    } else {
+                        format!("— / {}", ms(b.p99_ms))
+                    }
+                }),
                 b.map_or("—".into(), |b| {
                     format!(
                         "{} documents/s ({})",
@@ -216,7 +222,7 @@ pub fn rules(h: &mut String, run: &RunData, analysis: &Analysis) {
                 opt_pct(b.map(|b| b.ratio_limit)),
                 b.map_or("—".into(), |b| {
                     if b.latency_judged {
-                        ms(b.p99_limit_ms)
+                        ms(b.slow_above_ms)
                     } else {
                         "not judged (recorded without latency counts)".into()
                     }
