@@ -29,8 +29,8 @@ pub struct LatencyCounts(Vec<(u16, u64)>);
 impl LatencyCounts {
     /// The bucket of a latency of `ms` milliseconds.
     fn bucket(ms: f64) -> u16 {
-        if !(ms >= FIRST_EDGE_MS) {
-            return 0; // also NaN
+        if ms.is_nan() || ms < FIRST_EDGE_MS {
+            return 0;
         }
         let i = ((ms / FIRST_EDGE_MS).log2() * PER_DOUBLING).floor() + 1.0;
         i.min(f64::from(LAST)) as u16
