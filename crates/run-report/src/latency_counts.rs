@@ -45,25 +45,26 @@ impl LatencyCounts {
         }
     }
 
-    /// Counts `n` attempts that took `ms` milliseconds.
-    pub fn record_n(&mut self, ms: f64, n: u64) {
+    /// Adds `n` to bucket `b`, keeping the pairs sorted and sparse.
+    fn add(&mut self, b: u16, n: u64) {
         if n == 0 {
             return;
         }
-        let b = Self::bucket(ms);
         match self.0.binary_search_by_key(&b, |(i, _)| *i) {
             Ok(k) => self.0[k].1 += n,
             Err(k) => self.0.insert(k, (b, n)),
         }
     }
 
+    /// Counts `n` attempts that took `ms` milliseconds.
+    pub fn record_n(&mut self, ms: f64, n: u64) {
+        self.add(Self::bucket(ms), n);
+    }
+
     /// Adds every count of `other`.
     pub fn merge(&mut self, other: &LatencyCounts) {
-        for &(i, n) in &other.0 {
-            match self.0.binary_search_by_key(&i, |(b, _)| *b) {
-                Ok(k) => self.0[k].1 += n,
-                Err(k) => self.0.insert(k, (i, n)),
-            }
+        for &(b, n) in &other.0 {
+            self.add(b, n);
         }
     }
 
