@@ -107,12 +107,17 @@ pub struct JourneyContext {
     pub stop: Arc<crate::interrupt::StopSignal>,
     /// Set once the variant has ended for the journeys (see `watch_end`).
     ending: Ending,
-    /// One retry policy (its state and budget) per client: a document
-    /// belongs to client `id % clients_per_tenant` of its tenant. Keyed by
-    /// tenant, then client, so a lookup borrows the tenant's name instead of
-    /// allocating a key.
-    policies: Mutex<HashMap<String, HashMap<u32, Arc<RetryPolicy>>>>,
+    /// The clients' retry policies, shared by every lane of the load.
+    policies: ClientPolicies,
 }
+
+/// One retry policy (its state and budget) per client: a document belongs
+/// to client `id % clients_per_tenant` of its tenant. Keyed by tenant, then
+/// client, so a lookup borrows the tenant's name instead of allocating a
+/// key. Cloned, it is the same clients: the load's lanes (`lanes.rs`) share
+/// one, so a client's budget is one budget whichever lane sends its document.
+#[derive(Clone, Default)]
+pub struct ClientPolicies(Arc<Mutex<HashMap<String, HashMap<u32, Arc<RetryPolicy>>>>>);
 
 impl JourneyContext {
     pub fn new(
@@ -132,9 +137,15 @@ impl JourneyContext {
             seed: settings.seed,
             reports,
             stop,
-            policies: Mutex::new(HashMap::new()),
+            policies: ClientPolicies::default(),
             ending: Ending::default(),
         }
+    }
+
+    /// The same context with `policies` as its clients' retry policies.
+    pub fn sharing_clients(mut self, policies: ClientPolicies) -> Self {
+        self.policies = policies;
+        self
     }
 
     /// Waits for the variant's end (the hard stop or the stop signal) and
@@ -156,7 +167,7 @@ impl JourneyContext {
         // Validated >= 1; the max keeps a hand-built context from dividing by 0.
         let per_tenant = u64::from(self.clients.clients_per_tenant.max(1));
         let client = (doc.id % per_tenant) as u32;
-        let mut policies = self.policies.lock().expect("policies lock");
+        let mut policies = self.policies.0.lock().expect("policies lock");
         if let Some(p) = policies
             .get(doc.tenant.as_str())
             .and_then(|c| c.get(&client))
@@ -300,9 +311,11 @@ async fn attempts(
             return Err(JourneyEnd::Pending);
         }
         if attempt == 1 {
-            ctx.recorder.first_sent(planned.elapsed());
+            ctx.recorder
+                .first_attempt_sent(doc.id, &doc.tenant, planned.elapsed());
+        } else {
+            ctx.recorder.attempt_sent(doc.id, &doc.tenant);
         }
-        ctx.recorder.attempt_sent(doc.id, &doc.tenant);
         *in_flight = Some(measured_from);
         let outcome = send(ctx, doc, body).await;
         *in_flight = None;
@@ -490,7 +503,14 @@ mod tests {
         assert!(!Arc::ptr_eq(&a, &ctx.policy(&doc(4, "t1"))));
         // The same client index of another tenant is another client.
         assert!(!Arc::ptr_eq(&a, &ctx.policy(&doc(3, "t2"))));
-        let clients: usize = ctx.policies.lock().unwrap().values().map(|c| c.len()).sum();
+        let clients: usize = ctx
+            .policies
+            .0
+            .lock()
+            .unwrap()
+            .values()
+            .map(|c| c.len())
+            .sum();
         assert_eq!(clients, 3);
         // One client per tenant, as before a population of clients.
         let one = context(1);
@@ -498,6 +518,21 @@ mod tests {
             &one.policy(&doc(3, "t1")),
             &one.policy(&doc(4, "t1"))
         ));
+    }
+
+    /// Two lanes' contexts (`lanes.rs`) send documents of the same client:
+    /// its retry state and budget must be one, whichever lane sends.
+    #[test]
+    fn lanes_sharing_their_clients_share_each_clients_retry_state() {
+        let policies = ClientPolicies::default();
+        let lane_0 = context(3).sharing_clients(policies.clone());
+        let lane_1 = context(3).sharing_clients(policies);
+        // Documents 3 and 6: client 0 of t1, dealt to different lanes.
+        let a = lane_0.policy(&doc(3, "t1"));
+        assert!(Arc::ptr_eq(&a, &lane_1.policy(&doc(6, "t1"))));
+        assert!(!Arc::ptr_eq(&a, &lane_1.policy(&doc(4, "t1"))));
+        // Contexts that do not share keep clients of their own.
+        assert!(!Arc::ptr_eq(&a, &context(3).policy(&doc(6, "t1"))));
     }
 
     #[test]

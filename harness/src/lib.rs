@@ -22,6 +22,7 @@ pub mod experiment;
 pub mod http;
 pub mod interrupt;
 pub mod journey;
+mod lanes;
 pub mod load;
 pub mod progress;
 pub mod prometheus;

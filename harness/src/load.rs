@@ -2,29 +2,32 @@
 //!
 //! goose 0.19 is closed-loop (a user waits for each response) and its
 //! throttle would cap retries too, so it cannot produce an open-loop arrival
-//! rate by itself. Here one goose user runs an arrival scheduler: at each
-//! planned arrival it spawns the document's journey on the load path's own
-//! HTTP/1.1 client (`http.rs`; goose's reqwest client is not used for
-//! attempts, it cost five times more per request), and reports every attempt back to goose
+//! rate by itself. Here one goose user hands the plan to the load's lanes
+//! (`lanes.rs`: a single-threaded runtime per core, each with its shard of
+//! the arrivals and its own connections), which spawn each document's
+//! journey at its planned time on the load path's own HTTP/1.1 client
+//! (`http.rs`; goose's reqwest client is not used for attempts, it cost five
+//! times more per request). The goose user records every attempt with goose
 //! (`record_custom_request_duration`, in batches: `journey::Reports`) while
-//! the harness's own recorder keeps the per-second series. If the in-flight
-//! cap is reached the arrival waits, and the lateness is counted, never
-//! dropped silently.
+//! the harness's own recorder keeps the per-second series. If a lane's share
+//! of the in-flight cap is reached the arrival waits, and the lateness is
+//! counted, never dropped silently.
 //!
 //! goose's run time is not a hard limit and spawned tasks would outlive it,
-//! so the scheduler stops arrivals at the load's end itself and waits for
-//! every journey (each bounded by `hard_stop`) before returning: no request
-//! of this variant reaches the system after `drive` returns.
+//! so the lanes stop arrivals at the load's end themselves and wait for
+//! every journey (each bounded by `hard_stop`) before the goose user
+//! returns: no request of this variant reaches the system after `drive`
+//! returns.
 
 use crate::interrupt::StopSignal;
-use crate::journey::{self, AttemptReport, JourneyContext, Reports};
+use crate::journey::{AttemptReport, ClientPolicies, JourneyContext, Reports};
+use crate::lanes::{deal, share, LanePlan, Lanes};
 use crate::workload::Document;
 use goose::config::GooseConfiguration;
 use goose::prelude::*;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 /// What to drive.
@@ -108,9 +111,14 @@ pub struct LoadOutcome {
 /// Drives the plan to its end with goose, and returns goose's counts.
 pub async fn drive(plan: LoadPlan) -> anyhow::Result<LoadOutcome> {
     let base_url = plan.base_url.clone();
-    // One connection per journey in flight at most (each has one attempt out).
-    let http = crate::http::HttpClient::new(&base_url, plan.max_in_flight as usize)?;
-    let plan = Arc::new(Mutex::new(Some((plan, http))));
+    let lanes = Lanes::get().map_err(anyhow::Error::msg)?;
+    let n = lanes.count(plan.max_in_flight);
+    // One connection per journey in flight at most (each has one attempt
+    // out), the cap shared out between the lanes.
+    let clients = (0..n)
+        .map(|i| crate::http::HttpClient::new(&base_url, share(plan.max_in_flight, i, n) as usize))
+        .collect::<Result<Vec<_>, _>>()?;
+    let plan = Arc::new(Mutex::new(Some((plan, clients))));
     let journeys = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let connections = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let transaction = {
@@ -122,8 +130,8 @@ pub async fn drive(plan: LoadPlan) -> anyhow::Result<LoadOutcome> {
             let journeys = journeys.clone();
             let connections = connections.clone();
             Box::pin(async move {
-                if let Some((plan, http)) = plan {
-                    let (n, c) = scheduler(user, plan, http).await?;
+                if let Some((plan, clients)) = plan {
+                    let (n, c) = scheduler(user, lanes, plan, clients).await?;
                     journeys.store(n, Ordering::Relaxed);
                     connections.store(c, Ordering::Relaxed);
                 }
@@ -161,88 +169,63 @@ pub async fn drive(plan: LoadPlan) -> anyhow::Result<LoadOutcome> {
     Ok(out)
 }
 
-/// The arrival scheduler, inside goose's single user: journeys spawned and
-/// connections opened.
+/// Inside goose's single user: hands each lane (`lanes.rs`) its shard of
+/// the arrivals, records the attempts' reports with goose while they run,
+/// and returns the journeys spawned and connections opened.
 async fn scheduler(
     user: &mut GooseUser,
+    lanes: Lanes,
     plan: LoadPlan,
-    http: crate::http::HttpClient,
+    clients: Vec<crate::http::HttpClient>,
 ) -> Result<(u64, u64), Box<TransactionError>> {
     let reports = Arc::new(Reports::default());
-    let ctx = Arc::new(JourneyContext::new(
-        http,
-        &plan.journeys,
-        reports.clone(),
-        plan.stop.clone(),
-    ));
-    // One task cuts every journey off at the variant's end.
-    let end = tokio::spawn({
-        let ctx = ctx.clone();
-        async move { ctx.watch_end().await }
-    });
+    // One set of clients, whichever lane sends their documents.
+    let policies = ClientPolicies::default();
+    let n = clients.len();
+    let mut running = Vec::with_capacity(n);
+    let LoadPlan {
+        documents,
+        start,
+        load_end,
+        max_in_flight,
+        stop,
+        journeys,
+        ..
+    } = plan;
+    for (i, (http, documents)) in clients.into_iter().zip(deal(documents, n)).enumerate() {
+        let ctx = JourneyContext::new(http, &journeys, reports.clone(), stop.clone())
+            .sharing_clients(policies.clone());
+        let lane = LanePlan {
+            documents,
+            max_in_flight: share(max_in_flight, i, n),
+            start,
+            load_end,
+            stop: stop.clone(),
+            ctx: Arc::new(ctx),
+        };
+        running.push(lanes.spawn(i, lane));
+    }
     let mut batch = Vec::new();
-    // Records goose's reports while the scheduler would otherwise sleep.
+    // Records goose's reports while the lanes run: when a batch is full,
+    // and at least every `Reports::FLUSH`.
     let mut flush = tokio::time::interval(Reports::FLUSH);
     flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut tasks = JoinSet::new();
-    let mut spawned = 0u64;
-    for doc in plan.documents {
-        let due = plan.start + doc.planned;
-        if due >= plan.load_end || plan.stop.is_set() {
-            break;
-        }
-        // Wait for the planned time, recording goose reports meanwhile. An
-        // arrival already due (the scheduler is behind) takes no timer.
-        if due > Instant::now() {
-            let sleep = tokio::time::sleep_until(due);
-            tokio::pin!(sleep);
-            loop {
-                tokio::select! {
-                    biased;
-                    _ = &mut sleep => break,
-                    _ = reports.ready() => record(user, &reports, &mut batch).await,
-                    _ = flush.tick() => record(user, &reports, &mut batch).await,
-                }
+    let (mut spawned, mut connections) = (0, 0);
+    for lane in running {
+        tokio::pin!(lane);
+        let outcome = loop {
+            tokio::select! {
+                o = &mut lane => break o,
+                _ = reports.ready() => record(user, &reports, &mut batch).await,
+                _ = flush.tick() => record(user, &reports, &mut batch).await,
             }
-        }
-        // Open loop with a safety cap: if too many journeys are in flight the
-        // arrival waits, and is counted as late.
-        if ctx.recorder.in_flight() >= plan.max_in_flight {
-            ctx.recorder.late();
-            while ctx.recorder.in_flight() >= plan.max_in_flight && !plan.stop.is_set() {
-                tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_millis(5)) => {},
-                    _ = reports.ready() => record(user, &reports, &mut batch).await,
-                }
-            }
-        }
-        while tasks.try_join_next().is_some() {}
-        // Boxed: the journey's future is a few KB (its attempt's HTTP
-        // request inside); tokio copies a task's future into its cell when
-        // spawned and its stage again when it finishes and is joined. A box
-        // is copied once and those moves copy a pointer.
-        tasks.spawn(Box::pin(journey::run(ctx.clone(), doc, due)));
-        spawned += 1;
-        // Behind schedule nothing above waits: give the worker back now and
-        // then, as the timer did, so the journeys spawned here get to run.
-        tokio::task::consume_budget().await;
-        // Behind schedule the loop may never wait: record what has gathered
-        // here too, so goose's reports do not pile up until the arrivals end.
-        if spawned.is_multiple_of(Reports::BATCH as u64) {
-            record(user, &reports, &mut batch).await;
-        }
+        };
+        // A lane's arrivals loop holds no lock and calls nothing that
+        // panics by design; if it did, the panic is the bug to see.
+        let outcome = outcome.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+        spawned += outcome.spawned;
+        connections += outcome.connections;
     }
-    // Drain: every journey ends by hard_stop on its own.
-    loop {
-        tokio::select! {
-            j = tasks.join_next() => if j.is_none() { break },
-            _ = reports.ready() => record(user, &reports, &mut batch).await,
-            _ = flush.tick() => record(user, &reports, &mut batch).await,
-        }
-    }
-    end.abort();
-    let connections = ctx.http.connections_opened();
-    drop(ctx);
     // The last journeys' reports.
     record(user, &reports, &mut batch).await;
     Ok((spawned, connections))

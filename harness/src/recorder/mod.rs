@@ -23,12 +23,15 @@
 
 mod events;
 mod ids;
+mod state;
 
 pub use events::{Event, Tap};
 use hdrhistogram::Histogram;
-use ids::{IdMap, IdSet};
+use ids::IdSet;
 use run_report::{Integrity, LatencySummary};
+use state::{Bucket, State};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -84,63 +87,13 @@ pub struct ScheduleLag {
     pub max_ms: Option<f64>,
 }
 
-#[derive(Default)]
-struct Bucket {
-    arrivals: u64,
-    repeats: u64,
-    attempts: u64,
-    distinct: IdSet,
-    distinct_count: Option<u64>,
-    ok: u64,
-    rejected: u64,
-    timeouts: u64,
-    errors: u64,
-    completed: u64,
-    pages_delivered: u64,
-    given_up: u64,
-    /// Attempt outcomes and give-ups of documents a trigger injected (watched).
-    injected_done: u64,
-    injected_failed: u64,
-    injected_given_up: u64,
-    latency: Option<Histogram<u64>>,
-}
-
-struct State {
-    buckets: Vec<Bucket>,
-    overall: Histogram<u64>,
-    tenants: BTreeMap<String, Histogram<u64>>,
-    integrity: Integrity,
-    /// Of `integrity.pending`: documents of a lost load agent.
-    agent_lost: u64,
-    in_flight: u64,
-    late: u64,
-    cut_off: u64,
-    /// Actual minus planned first send of every journey (µs), and how many
-    /// were later than the report's lag limit.
-    lag: Histogram<u64>,
-    behind: u64,
-    /// Every document id submitted so far, to tell a repeat from a first submission.
-    seen: IdSet,
-    /// Submissions and attempts per tenant.
-    traffic: BTreeMap<String, run_report::TenantTraffic>,
-    /// Watched documents: how and when (since the start) their journeys ended.
-    watched: IdMap<Option<(JourneyEnd, Duration)>>,
-}
-
-impl State {
-    /// The tenant's traffic counters (allocating its name only once).
-    fn traffic_of(&mut self, tenant: &str) -> &mut run_report::TenantTraffic {
-        if !self.traffic.contains_key(tenant) {
-            self.traffic.insert(tenant.to_string(), Default::default());
-        }
-        self.traffic.get_mut(tenant).expect("inserted above")
-    }
-}
-
 pub struct Recorder {
     start: Instant,
     state: Mutex<State>,
     tap: Option<Tap>,
+    /// Set once any document is watched: until then a journey's end has
+    /// nothing to keep, and takes no lock (once per journey, on the load path).
+    watching: AtomicBool,
 }
 
 /// A document id's share of `Integrity::submitted_digest` (mixed, so that
@@ -193,6 +146,7 @@ impl Recorder {
                 watched: Default::default(),
             }),
             tap: None,
+            watching: AtomicBool::new(false),
         }
     }
 
@@ -204,9 +158,12 @@ impl Recorder {
         let mut st = self.state.lock().expect("recorder lock");
         let i =
             (at.saturating_duration_since(self.start).as_secs() as usize).min(st.buckets.len() - 1);
-        let mut b = std::mem::take(&mut st.buckets[i]);
-        let r = f(&mut b, &mut st);
-        st.buckets[i] = b;
+        // The vector is lent out (three words moved, nothing allocated), not
+        // the bucket: a bucket is a few hundred bytes, and moving one out
+        // and back on every call was the load path's largest memcpy.
+        let mut buckets = std::mem::take(&mut st.buckets);
+        let r = f(&mut buckets[i], &mut st);
+        st.buckets = buckets;
         r
     }
 
@@ -246,11 +203,22 @@ impl Recorder {
     pub fn first_sent(&self, lag: Duration) {
         let us = (lag.as_micros() as u64).max(1);
         self.tap(Instant::now(), || Event::FirstSent { lag_us: us });
-        let mut st = self.state.lock().expect("recorder lock");
-        let _ = st.lag.record(us);
-        if lag.as_secs_f64() * 1000.0 > run_report::LAG_P99_LIMIT_MS {
-            st.behind += 1;
-        }
+        self.state.lock().expect("recorder lock").first_sent(us);
+    }
+
+    /// `first_sent` and `attempt_sent` under one lock: once per journey on
+    /// the load path, where every lock is shared by all the lanes.
+    pub fn first_attempt_sent(&self, doc: u64, tenant: &str, lag: Duration) {
+        let (now, us) = (Instant::now(), (lag.as_micros() as u64).max(1));
+        self.tap(now, || Event::FirstSent { lag_us: us });
+        self.tap(now, || Event::AttemptSent {
+            doc,
+            tenant: tenant.to_string(),
+        });
+        self.with_bucket(now, |b, st| {
+            st.first_sent(us);
+            st.attempt_sent(b, doc, tenant);
+        });
     }
 
     /// The arrival schedule's lag so far.
@@ -277,11 +245,7 @@ impl Recorder {
     }
 
     fn attempt_sent_at(&self, now: Instant, doc: u64, tenant: &str) {
-        self.with_bucket(now, |b, st| {
-            st.traffic_of(tenant).attempts += 1;
-            b.attempts += 1;
-            b.distinct.insert(doc);
-        });
+        self.with_bucket(now, |b, st| st.attempt_sent(b, doc, tenant));
     }
 
     /// An attempt of document `doc` ended with `outcome`.
@@ -403,6 +367,7 @@ impl Recorder {
         for d in docs {
             st.watched.entry(d).or_insert(None);
         }
+        self.watching.store(true, Ordering::Release);
     }
 
     /// A journey ended (called once per document, after its outcome was counted).
@@ -413,6 +378,9 @@ impl Recorder {
     }
 
     fn journey_ended_at(&self, at: Duration, doc: u64, how: JourneyEnd) {
+        if !self.watching.load(Ordering::Acquire) {
+            return;
+        }
         let mut st = self.state.lock().expect("recorder lock");
         if let Some(end) = st.watched.get_mut(&doc) {
             end.get_or_insert((how, at));
