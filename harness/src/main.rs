@@ -11,6 +11,12 @@ use harness::runner::{self, RunOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+// mimalloc instead of glibc's malloc: the load path allocates and frees a
+// few small buffers per attempt (hyper's request and answer, the journey's
+// task), and glibc's malloc and free were 7 % of its CPU (BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "harness",
