@@ -117,7 +117,10 @@ pub struct JourneyContext {
 /// key. Cloned, it is the same clients: the load's lanes (`lanes.rs`) share
 /// one, so a client's budget is one budget whichever lane sends its document.
 #[derive(Clone, Default)]
-pub struct ClientPolicies(Arc<Mutex<HashMap<String, HashMap<u32, Arc<RetryPolicy>>>>>);
+pub struct ClientPolicies(Arc<Mutex<PoliciesByTenant>>);
+
+/// Tenant name -> client index -> that client's policy.
+type PoliciesByTenant = HashMap<String, HashMap<u32, Arc<RetryPolicy>>>;
 
 impl JourneyContext {
     pub fn new(
