@@ -36,16 +36,15 @@ pub struct AttemptReport {
     pub status: Option<u16>,
 }
 
-/// The attempts' reports for goose, collected for the arrival scheduler
-/// (goose's user) to record in batches.
+/// The attempts' reports for goose, collected from every lane for goose's
+/// user (`load::scheduler`) to record in batches.
 ///
-/// A channel message per attempt woke the scheduler's task once per attempt,
-/// often from another worker thread (a futex wake-up in the kernel). Here a
-/// journey wakes it only once [`Reports::BATCH`] reports are waiting; the
-/// scheduler also records them at each of its own wake-ups and at least
-/// every [`Reports::FLUSH`], so goose hears of an attempt a few ms later at
-/// most. Nothing is dropped: the scheduler records the last ones after the
-/// last journey has ended.
+/// A channel message per attempt woke goose's user once per attempt, often
+/// from another thread (a futex wake-up in the kernel). Here a journey wakes
+/// it only once [`Reports::BATCH`] reports are waiting; the user also
+/// records them at least every [`Reports::FLUSH`], so goose hears of an
+/// attempt a few ms later at most. Nothing is dropped: the user records the
+/// last ones after every lane's last journey has ended.
 #[derive(Default)]
 pub struct Reports {
     batch: Mutex<Vec<AttemptReport>>,
@@ -53,9 +52,9 @@ pub struct Reports {
 }
 
 impl Reports {
-    /// Reports gathered before a journey wakes the scheduler.
+    /// Reports gathered before a journey wakes goose's user.
     pub const BATCH: usize = 64;
-    /// The longest a report waits to be recorded while the scheduler idles.
+    /// The longest a report waits to be recorded while goose's user idles.
     pub const FLUSH: Duration = Duration::from_millis(10);
 
     pub fn push(&self, r: AttemptReport) {
@@ -153,7 +152,7 @@ impl JourneyContext {
 
     /// Waits for the variant's end (the hard stop or the stop signal) and
     /// cuts every journey off: whoever runs journeys on this context runs
-    /// this beside them (`load::scheduler` does). Each journey still checks
+    /// this beside them (each lane's `lanes::arrivals` does). Each journey still checks
     /// both itself before every attempt.
     pub async fn watch_end(&self) {
         tokio::select! {

@@ -87,7 +87,7 @@ impl Drop for Flying {
 }
 
 /// What a lane did: journeys spawned and connections opened.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct LaneOutcome {
     pub spawned: u64,
     pub connections: u64,

@@ -116,7 +116,10 @@ pub async fn drive(plan: LoadPlan) -> anyhow::Result<LoadOutcome> {
     // One connection per journey in flight at most (each has one attempt
     // out), the cap shared out between the lanes.
     let clients = (0..n)
-        .map(|i| crate::http::HttpClient::new(&base_url, share(plan.max_in_flight, i, n) as usize))
+        .map(|i| {
+            let cap = share(plan.max_in_flight, i, n);
+            crate::http::HttpClient::new(&base_url, cap as usize).map(|http| (http, cap))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let plan = Arc::new(Mutex::new(Some((plan, clients))));
     let journeys = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -170,13 +173,14 @@ pub async fn drive(plan: LoadPlan) -> anyhow::Result<LoadOutcome> {
 }
 
 /// Inside goose's single user: hands each lane (`lanes.rs`) its shard of
-/// the arrivals, records the attempts' reports with goose while they run,
-/// and returns the journeys spawned and connections opened.
+/// the arrivals, its connection pool and its share of the in-flight cap
+/// (`clients`, one per lane), records the attempts' reports with goose while
+/// they run, and returns the journeys spawned and connections opened.
 async fn scheduler(
     user: &mut GooseUser,
     lanes: Lanes,
     plan: LoadPlan,
-    clients: Vec<crate::http::HttpClient>,
+    clients: Vec<(crate::http::HttpClient, u64)>,
 ) -> Result<(u64, u64), Box<TransactionError>> {
     let reports = Arc::new(Reports::default());
     // One set of clients, whichever lane sends their documents.
@@ -187,17 +191,16 @@ async fn scheduler(
         documents,
         start,
         load_end,
-        max_in_flight,
         stop,
         journeys,
         ..
     } = plan;
-    for (i, (http, documents)) in clients.into_iter().zip(deal(documents, n)).enumerate() {
+    for (i, ((http, cap), documents)) in clients.into_iter().zip(deal(documents, n)).enumerate() {
         let ctx = JourneyContext::new(http, &journeys, reports.clone(), stop.clone())
             .sharing_clients(policies.clone());
         let lane = LanePlan {
             documents,
-            max_in_flight: share(max_in_flight, i, n),
+            max_in_flight: cap,
             start,
             load_end,
             stop: stop.clone(),
