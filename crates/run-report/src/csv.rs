@@ -3,7 +3,16 @@
 //! are flattened as `zone_<name>_<field>` columns (the union of all zones of
 //! all variants, sorted; empty cells where a second lacks the zone). Non-finite
 //! numbers are written as empty cells.
+//!
+//! Two columns carry the verdict's judgement of each second, so a verdict
+//! can be checked second by second: `health` (warmup, baseline, residue,
+//! healthy, degraded or drain, as [`crate::analysis::verdict::second_roles`]
+//! labels it; empty when nothing was judged) and `slow_attempts` (attempts
+//! slower than the variant's slow limit, `summary.json`'s
+//! `baseline.slow_above_ms`; empty when latency was not judged).
 
+use crate::analysis::verdict::second_roles;
+use crate::analysis::Analysis;
 use crate::model::{RunData, Second, ZoneSecond};
 
 type Col<T> = (&'static str, fn(&T) -> String);
@@ -63,6 +72,9 @@ pub const SECOND_COLUMNS: &[Col<Second>] = &[
     ("zombie_pages", |s| u(s.zombie_pages)),
 ];
 
+/// The verdict's judgement of each second (see the module doc).
+pub const JUDGEMENT_COLUMNS: &[&str] = &["health", "slow_attempts"];
+
 /// Every field of [`ZoneSecond`], in declaration order.
 pub const ZONE_COLUMNS: &[Col<ZoneSecond>] = &[
     ("requests", |z| u(z.requests)),
@@ -82,10 +94,11 @@ fn cell(text: &str) -> String {
 }
 
 /// The whole CSV, header first, rows ordered by variant then second; lines end with `\n`.
-pub fn timeseries_csv(run: &RunData) -> String {
+pub fn timeseries_csv(run: &RunData, analysis: &Analysis) -> String {
     let zones = crate::series::run_zone_names(run);
     let mut header = vec!["variant".to_string()];
     header.extend(SECOND_COLUMNS.iter().map(|(n, _)| n.to_string()));
+    header.extend(JUDGEMENT_COLUMNS.iter().map(|n| n.to_string()));
     for z in &zones {
         header.extend(
             ZONE_COLUMNS
@@ -97,11 +110,26 @@ pub fn timeseries_csv(run: &RunData) -> String {
     out.push('\n');
     for v in &run.variants {
         let name = cell(&v.name);
-        for s in &v.seconds {
+        let judged = analysis.variant(&v.name);
+        let baseline = judged.and_then(|a| a.baseline.as_ref());
+        let roles = match judged {
+            Some(a) => second_roles(v, baseline, &a.episodes, a.judged_end_s, &run.analysis),
+            None => vec![None; v.seconds.len()],
+        };
+        let slow_limit = baseline
+            .filter(|b| b.latency_judged)
+            .map(|b| b.slow_above_ms);
+        for (s, role) in v.seconds.iter().zip(roles) {
             out.push_str(&name);
             for (_, get) in SECOND_COLUMNS {
                 out.push(',');
                 out.push_str(&get(s));
+            }
+            out.push(',');
+            out.push_str(role.map_or("", |r| r.as_str()));
+            out.push(',');
+            if let Some(limit) = slow_limit {
+                out.push_str(&u(s.latency.count_slower_than(limit)));
             }
             for z in &zones {
                 let zs = s.zones.get(z);
@@ -171,10 +199,11 @@ mod tests {
             }],
             ..RunData::default()
         };
-        let csv = timeseries_csv(&run);
+        let csv = timeseries_csv(&run, &crate::analysis::analyse(&run));
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines.len(), 3);
         assert!(lines[0].starts_with("variant,t,arrivals,attempts,"));
+        assert!(lines[0].contains(",zombie_pages,health,slow_attempts,zone_az1_requests,"));
         assert!(lines[0].ends_with("zone_az1_requests,zone_az1_failures,zone_az1_slots_busy,zone_az1_queue_depth,zone_az1_zombie_work"));
         assert!(lines[1].starts_with("\"a,b\",0,0,3,"));
         assert!(lines[1].ends_with(",9,0,0,0,0"));

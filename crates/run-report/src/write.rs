@@ -96,7 +96,7 @@ pub fn write_report(
     let charts = render_charts(run, analysis)?;
     let summary = serde_json::to_string_pretty(&summary_json(run, analysis))? + "\n";
     let html = render_html(run, analysis, &charts);
-    let csv = timeseries_csv(run);
+    let csv = timeseries_csv(run, analysis);
     let junit = junit_xml(run, analysis);
     let recorded = serde_json::to_string(run)? + "\n";
     let contents: [&[u8]; 9] = [

@@ -323,6 +323,11 @@ impl Health {
         n
     }
 
+    /// Whether `t` was judged healthy (false outside `[from, end)`).
+    pub fn is_healthy(&self, t: u32) -> bool {
+        self.healthy.contains(&t)
+    }
+
     /// Healthy seconds in `[from, to)`, in order.
     pub fn healthy_in(&self, from: u32, to: u32) -> impl Iterator<Item = u32> + '_ {
         self.healthy.range(from..to.max(from)).copied()

@@ -562,6 +562,8 @@ fn variant_verdict(
 
 mod rule_text;
 pub use rule_text::verdict_rule_text;
+mod seconds;
+pub use seconds::second_roles;
 
 #[cfg(test)]
 mod tests;
