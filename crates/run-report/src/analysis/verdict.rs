@@ -563,7 +563,7 @@ fn variant_verdict(
 mod rule_text;
 pub use rule_text::verdict_rule_text;
 mod seconds;
-pub use seconds::second_roles;
+pub use seconds::{second_roles, SecondRole};
 
 #[cfg(test)]
 mod tests;

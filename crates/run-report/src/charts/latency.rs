@@ -226,6 +226,7 @@ pub fn draw<DB: DrawingBackend>(
                 y_fmt: fmt_ms,
                 threshold: slow_limit,
                 bars: Vec::new(),
+                judged: Vec::new(),
                 x_labels: true,
                 event_labels: true,
             };

@@ -80,6 +80,10 @@ pub struct Panel {
     pub threshold: Option<(f64, String)>,
     /// Spans `[from, to)` marked by a bar along the top (failure waves).
     pub bars: Vec<(f64, f64)>,
+    /// Seconds `[from, to)` the verdict judged after a residue, `true` when
+    /// healthy: a strip along the bottom, so the seconds a verdict was
+    /// decided on can be read off the chart.
+    pub judged: Vec<(f64, f64, bool)>,
     /// Show the time axis labels under this panel.
     pub x_labels: bool,
     /// Write event labels inside this panel.
@@ -155,6 +159,10 @@ pub fn draw_panel<DB: DrawingBackend>(
         .collect();
     if let Some((_, label)) = &p.threshold {
         items.push((label.clone(), THRESHOLD, true));
+    }
+    if !p.judged.is_empty() {
+        items.push(("judged degraded".into(), BAD, false));
+        items.push(("judged healthy".into(), GOOD, false));
     }
     legend(&top, &p.title, &items)?;
     let mut builder = ChartBuilder::on(&body);
@@ -259,6 +267,20 @@ where
                 ))
                 .map_err(err)?;
         }
+    }
+    let strip_hi = lo + (hi - lo) * 0.04;
+    for &(from, to, healthy) in &p.judged {
+        let color = if healthy {
+            GOOD.mix(0.55)
+        } else {
+            BAD.mix(0.9)
+        };
+        chart
+            .draw_series(once(Rectangle::new(
+                [(from.max(0.0), strip_hi), (to.min(t_max), lo)],
+                color.filled(),
+            )))
+            .map_err(err)?;
     }
     let bar_lo = hi - (hi - lo) * 0.05;
     for &(from, to) in &p.bars {

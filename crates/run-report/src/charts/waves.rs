@@ -3,7 +3,9 @@
 //! the before-fix and after-fix storms can be compared by eye:
 //!
 //! 1. traffic: attempts/s vs distinct documents/s vs arrivals/s;
-//! 2. failure ratio, with the wave threshold and detected waves marked;
+//! 2. failure ratio, with the wave threshold and detected waves marked, and
+//!    along its bottom the seconds the verdict judged after each residue
+//!    (red degraded, green healthy);
 //! 3. worker slots busy and held by waiters (slots total dashed);
 //! 4. cache writes lost/s and pages recomputed/s;
 //! 5. the result cache's hit ratio and the share of repeat submissions,
@@ -20,7 +22,7 @@
 use super::font::{printable, FAMILY};
 use super::panel::{draw_panel, err, title_strip, DrawResult, Frame, Line, Panel};
 use super::style::*;
-use crate::analysis::verdict::triggers_of;
+use crate::analysis::verdict::{second_roles, triggers_of, SecondRole};
 use crate::analysis::{Analysis, VariantAnalysis};
 use crate::format::{num, pct};
 use crate::model::{RunData, Second, VariantRun};
@@ -129,6 +131,7 @@ fn panels(run: &RunData, v: &VariantRun, a: Option<&VariantAnalysis>, sc: &Scale
         y_fmt,
         threshold: None,
         bars: Vec::new(),
+        judged: Vec::new(),
         x_labels: false,
         event_labels: false,
     };
@@ -163,6 +166,7 @@ fn panels(run: &RunData, v: &VariantRun, a: Option<&VariantAnalysis>, sc: &Scale
             .map(|w| (f64::from(w.start_s), f64::from(w.end_s())))
             .collect()
     });
+    failure.judged = a.map_or_else(Vec::new, |a| judged_spans(run, v, a));
     let slots = base(
         "Worker slots",
         vec![
@@ -298,6 +302,31 @@ fn header<DB: DrawingBackend>(
     Ok(())
 }
 
+/// The seconds judged after a residue, as spans of equal health.
+fn judged_spans(run: &RunData, v: &VariantRun, a: &VariantAnalysis) -> Vec<(f64, f64, bool)> {
+    let roles = second_roles(
+        v,
+        a.baseline.as_ref(),
+        &a.episodes,
+        a.judged_end_s,
+        &run.analysis,
+    );
+    let mut spans: Vec<(f64, f64, bool)> = Vec::new();
+    for (s, role) in v.seconds.iter().zip(roles) {
+        let healthy = match role {
+            Some(SecondRole::Healthy) => true,
+            Some(SecondRole::Degraded) => false,
+            _ => continue,
+        };
+        let (from, to) = (f64::from(s.t), f64::from(s.t) + 1.0);
+        match spans.last_mut() {
+            Some(last) if last.1 == from && last.2 == healthy => last.1 = to,
+            _ => spans.push((from, to, healthy)),
+        }
+    }
+    spans
+}
+
 /// Each trigger's residue: from its fault's end (its start, for injected
 /// documents still in flight) to when its work had left the system.
 pub fn residues(v: &VariantRun) -> Vec<(f64, Option<f64>)> {
@@ -355,4 +384,46 @@ pub fn draw<DB: DrawingBackend>(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::TriggerSpan;
+
+    #[test]
+    fn judged_seconds_are_merged_into_spans_of_equal_health() {
+        // 30 s of 30 completed attempts; 20 of them failed in 14-17, after
+        // a trigger at 10 s whose residue ended at 13.5 s.
+        let v = VariantRun {
+            name: "v".into(),
+            seconds: (0..30)
+                .map(|t| {
+                    let failed = if (14..18).contains(&t) { 20 } else { 0 };
+                    Second {
+                        t,
+                        ok: 30 - failed,
+                        rejected: failed,
+                        ..Second::default()
+                    }
+                })
+                .collect(),
+            triggers: vec![TriggerSpan {
+                label: "trigger".into(),
+                start_s: 10.0,
+                end_s: Some(12.0),
+                residue_end_s: Some(13.5),
+                residue: "test".into(),
+            }],
+            load_end_s: Some(28.0),
+            ..VariantRun::default()
+        };
+        let run = RunData {
+            variants: vec![v],
+            ..RunData::default()
+        };
+        let analysis = crate::analysis::analyse(&run);
+        let spans = judged_spans(&run, &run.variants[0], &analysis.variants[0]);
+        assert_eq!(spans, vec![(14.0, 18.0, false), (18.0, 28.0, true)]);
+    }
 }

@@ -88,7 +88,7 @@ pub fn render_html(run: &RunData, analysis: &Analysis, charts: &Charts) -> Strin
         "<section id=\"charts\">\n<h2>Failure waves</h2>\n\
          <img class=\"chart\" alt=\"Failure waves per variant: traffic, failure ratio, worker slots, cache\" src=\"{}\">\n\
          <p class=\"muted\">Vector version: <a href=\"charts/waves.svg\">charts/waves.svg</a>. \
-         Red shading: faults; violet: a trigger's residue (its work still in the system), ending at the dashed line; green: operator actions; orange bars: failure waves; alert rows (when the experiment has <code>alerts:</code>): light = pending, dark = firing, black tick = first customer-visible failure.</p>\n\
+         Red shading: faults; violet: a trigger's residue (its work still in the system), ending at the dashed line; green: operator actions; orange bars: failure waves; the strip along the bottom of the failure ratio: the seconds the verdict judged after each residue, red degraded and green healthy; alert rows (when the experiment has <code>alerts:</code>): light = pending, dark = firing, black tick = first customer-visible failure.</p>\n\
          <h2>Latency</h2>\n\
          <img class=\"chart\" alt=\"Attempt latency per second and percentile distribution per variant\" src=\"{}\">\n\
          <p class=\"muted\">Vector version: <a href=\"charts/latency.svg\">charts/latency.svg</a>.</p>\n</section>\n",
