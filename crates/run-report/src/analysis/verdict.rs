@@ -563,6 +563,8 @@ fn variant_verdict(
 mod rule_text;
 pub use rule_text::verdict_rule_text;
 mod seconds;
+#[cfg(test)]
+pub(crate) use seconds::one_trigger_run;
 pub use seconds::{second_roles, SecondRole};
 
 #[cfg(test)]

@@ -389,37 +389,12 @@ pub fn draw<DB: DrawingBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::TriggerSpan;
 
     #[test]
     fn judged_seconds_are_merged_into_spans_of_equal_health() {
-        // 30 s of 30 completed attempts; 20 of them failed in 14-17, after
-        // a trigger at 10 s whose residue ended at 13.5 s.
-        let v = VariantRun {
-            name: "v".into(),
-            seconds: (0..30)
-                .map(|t| {
-                    let failed = if (14..18).contains(&t) { 20 } else { 0 };
-                    Second {
-                        t,
-                        ok: 30 - failed,
-                        rejected: failed,
-                        ..Second::default()
-                    }
-                })
-                .collect(),
-            triggers: vec![TriggerSpan {
-                label: "trigger".into(),
-                start_s: 10.0,
-                end_s: Some(12.0),
-                residue_end_s: Some(13.5),
-                residue: "test".into(),
-            }],
-            load_end_s: Some(28.0),
-            ..VariantRun::default()
-        };
+        // 20 of 30 attempts failed in 14-17, after a residue that ended at 13.5 s.
         let run = RunData {
-            variants: vec![v],
+            variants: vec![crate::analysis::verdict::one_trigger_run(14..18, 20)],
             ..RunData::default()
         };
         let analysis = crate::analysis::analyse(&run);

@@ -86,36 +86,39 @@ pub fn second_roles(
         .collect()
 }
 
+/// 30 s of 30 completed attempts a second; `failed` of them failed in
+/// each of the seconds `bad`; one trigger at 10 s whose residue ended at
+/// 13.5 s; the load ended at 28 s (a fixture of this module's and the wave
+/// chart's tests).
+#[cfg(test)]
+pub(crate) fn one_trigger_run(bad: std::ops::Range<u32>, failed: u64) -> VariantRun {
+    use crate::model::{Second, TriggerSpan};
+    VariantRun {
+        name: "v".into(),
+        seconds: (0..30)
+            .map(|t| Second {
+                t,
+                ok: if bad.contains(&t) { 30 - failed } else { 30 },
+                rejected: if bad.contains(&t) { failed } else { 0 },
+                ..Second::default()
+            })
+            .collect(),
+        triggers: vec![TriggerSpan {
+            label: "trigger".into(),
+            start_s: 10.0,
+            end_s: Some(12.0),
+            residue_end_s: Some(13.5),
+            residue: "test".into(),
+        }],
+        load_end_s: Some(28.0),
+        ..VariantRun::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::analysis::verdict::judge;
-    use crate::model::{Second, TriggerSpan};
-
-    /// 30 s of 30 completed attempts a second; `failed` of them failed in
-    /// each of the seconds `bad`.
-    fn run(bad: std::ops::Range<u32>, failed: u64) -> VariantRun {
-        VariantRun {
-            name: "v".into(),
-            seconds: (0..30)
-                .map(|t| Second {
-                    t,
-                    ok: if bad.contains(&t) { 30 - failed } else { 30 },
-                    rejected: if bad.contains(&t) { failed } else { 0 },
-                    ..Second::default()
-                })
-                .collect(),
-            triggers: vec![TriggerSpan {
-                label: "trigger".into(),
-                start_s: 10.0,
-                end_s: Some(12.0),
-                residue_end_s: Some(13.5),
-                residue: "test".into(),
-            }],
-            load_end_s: Some(28.0),
-            ..VariantRun::default()
-        }
-    }
 
     fn roles(v: &VariantRun) -> Vec<&'static str> {
         let cfg = AnalysisConfig::default();
@@ -129,7 +132,7 @@ mod tests {
     #[test]
     fn each_second_is_labelled_as_the_verdict_judged_it() {
         let cfg = AnalysisConfig::default();
-        let r = roles(&run(14..18, 20));
+        let r = roles(&one_trigger_run(14..18, 20));
         let w = cfg.warmup_s as usize;
         assert!(r[..w].iter().all(|x| *x == "warmup"), "{r:?}");
         assert!(r[w..10].iter().all(|x| *x == "baseline"), "{r:?}");
@@ -142,7 +145,7 @@ mod tests {
 
     #[test]
     fn a_residue_that_never_ended_is_never_judged() {
-        let mut v = run(0..0, 0);
+        let mut v = one_trigger_run(0..0, 0);
         v.triggers[0].residue_end_s = None;
         let r = roles(&v);
         assert!(r[10..28].iter().all(|x| *x == "residue"), "{r:?}");
@@ -150,7 +153,7 @@ mod tests {
 
     #[test]
     fn nothing_is_labelled_without_a_trigger() {
-        let mut v = run(0..0, 0);
+        let mut v = one_trigger_run(0..0, 0);
         v.triggers.clear();
         assert!(roles(&v).iter().all(|x| x.is_empty()));
     }
