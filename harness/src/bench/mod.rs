@@ -146,7 +146,7 @@ pub fn cli(quick: bool, only: Option<Step>, agents: Option<u32>) -> ExitCode {
         ));
         verdicts.push(match ceiling::run(&w) {
             Ok(c) => {
-                ceiling_rps = Some(c.harness_rps);
+                ceiling_rps = Some(c.harness_rps());
                 print_ceiling(&c)
             }
             Err(e) => error(e),
@@ -342,27 +342,55 @@ fn print_agents(a: &agents::AgentCeilings) {
 
 fn print_ceiling(c: &ceiling::Ceiling) -> Verdict {
     let mut verdicts = Vec::new();
+    for (i, p) in c.pairs.iter().enumerate() {
+        let wrk = match &p.wrk {
+            Ok(w) => {
+                let cpu = w
+                    .cpu_s
+                    .map(|s| {
+                        format!(
+                            ", {:.1} us CPU per request",
+                            s * 1e6 / (w.requests_per_sec * w.seconds).max(1.0)
+                        )
+                    })
+                    .unwrap_or_default();
+                format!(
+                    "wrk {:>9} req/s{cpu}; ratio {:.2}",
+                    rate(w.requests_per_sec),
+                    p.ratio().unwrap_or(f64::NAN)
+                )
+            }
+            Err(_) => "wrk n/a".to_string(),
+        };
+        println!(
+            "   pair {}: harness {:>9} req/s, {:.1} us CPU per attempt ({} connections opened, {} arrivals waited for the cap, endpoint answered {}); {wrk}",
+            i + 1,
+            rate(p.harness_rps),
+            p.cpu_per_attempt_us,
+            p.connections,
+            rate(p.late as f64),
+            rate(p.endpoint_requests as f64),
+        );
+    }
     println!(
-        "   harness  {:>9} req/s  ({} connections opened, max_in_flight {}, offered {}/s, {} arrivals waited for the cap; endpoint answered {} in all)",
-        rate(c.harness_rps),
-        c.connections,
-        ceiling::MAX_IN_FLIGHT,
+        "   harness  {:>9} req/s  (median of {} runs, each offered {}/s with max_in_flight {})",
+        rate(c.harness_rps()),
+        c.pairs.len(),
         rate(ceiling::OFFERED_RATE),
-        rate(c.late as f64),
-        rate(c.endpoint_requests as f64)
+        ceiling::MAX_IN_FLIGHT,
     );
-    let v = Verdict::of(c.cpu_per_attempt_us <= CPU_PER_ATTEMPT_TARGET_US);
+    let cpu = c.cpu_per_attempt_us();
+    let v = Verdict::of(cpu <= CPU_PER_ATTEMPT_TARGET_US);
     println!(
-        "   CPU per attempt {:.1} us  (load runtime threads, warm-up included)   target <= {CPU_PER_ATTEMPT_TARGET_US} us  {}",
-        c.cpu_per_attempt_us,
+        "   CPU per attempt {cpu:.1} us  (median; load runtime threads, warm-up included)   target <= {CPU_PER_ATTEMPT_TARGET_US} us  {}",
         v.label()
     );
     verdicts.push(v);
     let limit = ceiling::MAX_IN_FLIGHT as f64 * (1.0 + CONNECTIONS_SLACK);
-    let v = Verdict::of(c.connections as f64 <= limit);
+    let v = Verdict::of(c.connections() as f64 <= limit);
     println!(
-        "   connections opened {}   target <= max_in_flight + {:.0}% = {limit:.0}  {}",
-        c.connections,
+        "   connections opened {} (most in one run)   target <= max_in_flight + {:.0}% = {limit:.0}  {}",
+        c.connections(),
         CONNECTIONS_SLACK * 100.0,
         v.label()
     );
@@ -371,34 +399,20 @@ fn print_ceiling(c: &ceiling::Ceiling) -> Verdict {
         "   reqwest  {:>9} req/s  (diagnostic: plain reqwest closed loop, {} tasks, the client the load path used before; harness/reqwest {:.2})",
         rate(c.reqwest_rps),
         ceiling::MAX_IN_FLIGHT,
-        c.harness_rps / c.reqwest_rps
+        c.harness_rps() / c.reqwest_rps
     );
-    match &c.wrk {
-        Ok(w) => {
-            let ratio = c.harness_rps / w.requests_per_sec;
+    match (c.ratio(), c.pairs.iter().find_map(|p| p.wrk.as_ref().err())) {
+        (Some(ratio), _) => {
             let v = Verdict::of(ratio >= CEILING_TARGET);
-            let cpu = w
-                .cpu_s
-                .map(|s| {
-                    format!(
-                        "; {:.1} us CPU per request",
-                        s * 1e6 / (w.requests_per_sec * w.seconds).max(1.0)
-                    )
-                })
-                .unwrap_or_default();
             println!(
-                "   wrk      {:>9} req/s  (same endpoint, {} connections{cpu})",
-                rate(w.requests_per_sec),
-                c.connections.max(1)
-            );
-            println!(
-                "   ratio harness/wrk {ratio:.2}   target >= {CEILING_TARGET}  {}",
+                "   ratio harness/wrk {ratio:.2}  (median of {} pairs, each wrk run right after its harness run, same endpoint and connections)   target >= {CEILING_TARGET}  {}",
+                c.pairs.len(),
                 v.label()
             );
             verdicts.push(v);
         }
-        Err(why) => {
-            println!("   wrk: {why}");
+        (None, why) => {
+            println!("   wrk: {}", why.map_or("not run", String::as_str));
             println!("   ratio harness/wrk: n/a  {}", Verdict::Skipped.label());
         }
     }
