@@ -32,7 +32,8 @@ use std::fmt;
 /// | `gateway_amplification` | W | | gateway attempts to pools / client attempts |
 /// | `duplicate_compute_share` | W | | pages recomputed / pages computed |
 /// | `cache_hit_ratio` | W | | result cache reads that hit / all reads, summed over the window |
-/// | `gpu_pages_per_s` | W | | pages the GPU computed per second, mean over the window's seconds (the load the cache did not absorb) |
+/// | `gpu_pages_per_s` | W | | pages the GPU computed per second, mean over the window's seconds (the load the cache did not absorb; bounded by the host's speed where the GPU is emulated) |
+/// | `gpu_queue_pages_mean` | W | | pages waiting in the GPU's page queue, mean over the window's seconds (near `gpu.page_queue`: the GPU is saturated, whatever the host's speed) |
 /// | `repeat_submissions` | W | | submissions of a document submitted before in the variant (a population's repeats, sum) |
 /// | `cache_writes_lost` | W | | cache writes acknowledged but lost (sum) |
 /// | `cache_write_errors` | W | | cache writes that failed loudly (sum) |
@@ -75,6 +76,7 @@ pub const METRICS: &[&str] = &[
     "duplicate_compute_share",
     "cache_hit_ratio",
     "gpu_pages_per_s",
+    "gpu_queue_pages_mean",
     "repeat_submissions",
     "cache_writes_lost",
     "cache_write_errors",
@@ -116,6 +118,7 @@ pub const WINDOWED_METRICS: &[&str] = &[
     "duplicate_compute_share",
     "cache_hit_ratio",
     "gpu_pages_per_s",
+    "gpu_queue_pages_mean",
     "repeat_submissions",
     "cache_writes_lost",
     "cache_write_errors",
@@ -327,6 +330,10 @@ fn run_metric_value(
         "gpu_pages_per_s" => need(
             series::mean_finite(s.iter().map(|x| x.pages_computed as f64)),
             "no second",
+        )?,
+        "gpu_queue_pages_mean" => need(
+            series::mean_finite(s.iter().map(|x| x.gpu_queue_pages)),
+            "no second with the queue sampled",
         )?,
         "repeat_submissions" => sum(s, |x| x.repeat_submissions) as f64,
         "cache_writes_lost" => sum(s, |x| x.cache_writes_lost) as f64,

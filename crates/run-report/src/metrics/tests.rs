@@ -27,6 +27,7 @@ fn variant() -> VariantRun {
                 p99_ms: if bad { 900.0 } else { 50.0 },
                 gateway_attempts: if bad { 300 } else { 10 },
                 pages_computed: if bad { 40 } else { 10 },
+                gpu_queue_pages: if bad { 250.0 } else { 2.0 },
                 pages_recomputed: u64::from(bad),
                 cache_writes_lost: u64::from(bad) * 2,
                 cache_hits: if bad { 1 } else { 6 },
@@ -166,6 +167,8 @@ fn windows_select_seconds() {
     close(value(&v, "duplicate_compute_share[20s..30s]"), 10.0 / 400.0);
     close(value(&v, "gpu_pages_per_s[20s..30s]"), 40.0);
     close(value(&v, "gpu_pages_per_s[0s..20s]"), 10.0);
+    close(value(&v, "gpu_queue_pages_mean[20s..30s]"), 250.0);
+    close(value(&v, "gpu_queue_pages_mean[15s..25s]"), 126.0);
     close(value(&v, "cache_writes_lost[0s..21s]"), 2.0);
     close(value(&v, "cache_hit_ratio[20s..30s]"), 0.1);
     close(value(&v, "cache_hit_ratio[0s..20s]"), 0.6);
