@@ -428,10 +428,6 @@ impl Recorder {
         t
     }
 
-    pub fn in_flight(&self) -> u64 {
-        self.state.lock().expect("recorder lock").in_flight
-    }
-
     /// Second `t` as [`Recorder::second`] gives it, without folding its
     /// distinct set: with load agents a second's events may still arrive
     /// after it was sampled, and a document attempted again after a fold

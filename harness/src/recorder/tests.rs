@@ -41,7 +41,7 @@ async fn buckets_by_second_and_accounts_documents() {
         ),
         (1, 1, 1, 0)
     );
-    assert_eq!(r.in_flight(), 0);
+    assert_eq!(r.totals().in_flight, 0);
 }
 
 #[tokio::test(start_paused = true)]
