@@ -113,7 +113,7 @@ pub fn timeseries_csv(run: &RunData, analysis: &Analysis) -> String {
         let judged = analysis.variant(&v.name);
         let baseline = judged.and_then(|a| a.baseline.as_ref());
         let roles = match judged {
-            Some(a) => second_roles(v, baseline, &a.episodes, a.judged_end_s, &run.analysis),
+            Some(a) => second_roles(v, a, &run.analysis),
             None => vec![None; v.seconds.len()],
         };
         let slow_limit = baseline

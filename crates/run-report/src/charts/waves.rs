@@ -304,13 +304,7 @@ fn header<DB: DrawingBackend>(
 
 /// The seconds judged after a residue, as spans of equal health.
 fn judged_spans(run: &RunData, v: &VariantRun, a: &VariantAnalysis) -> Vec<(f64, f64, bool)> {
-    let roles = second_roles(
-        v,
-        a.baseline.as_ref(),
-        &a.episodes,
-        a.judged_end_s,
-        &run.analysis,
-    );
+    let roles = second_roles(v, a, &run.analysis);
     let mut spans: Vec<(f64, f64, bool)> = Vec::new();
     for (s, role) in v.seconds.iter().zip(roles) {
         let healthy = match role {

@@ -1,14 +1,16 @@
-//! Each second's part in its variant's verdict, for `timeseries.csv`.
+//! Each second's part in its variant's verdict, for `timeseries.csv` and
+//! the wave chart.
 //!
 //! The verdict names the seconds it was decided on only in words ("still
 //! degraded 9 s after the residue"). A user who checks it, or plots it next
 //! to the raw series, needs the same judgement second by second. This
-//! module labels each second from the [`super::Judgement`] itself, with the
-//! health each episode was judged on ([`super::episode_health`]), so the CSV
+//! module labels each second from the judgement itself (the variant's
+//! [`VariantAnalysis`]: its baseline and episodes), with the health each
+//! episode was judged on ([`super::episode_health`]), so the CSV, the chart
 //! and the verdict cannot disagree.
 
-use super::{episode_health, whole, Episode};
-use crate::analysis::baseline::Baseline;
+use super::{episode_health, whole};
+use crate::analysis::VariantAnalysis;
 use crate::model::{AnalysisConfig, VariantRun};
 
 /// What the verdict made of one second.
@@ -41,16 +43,15 @@ impl SecondRole {
     }
 }
 
-/// The role of each of `v.seconds`, in order, as the verdict judged them;
-/// all `None` when nothing was judged (no trigger, or no baseline).
+/// The role of each of `v.seconds`, in order, as its analysis `a` judged
+/// them; all `None` when nothing was judged (no trigger, or no baseline).
 pub fn second_roles(
     v: &VariantRun,
-    baseline: Option<&Baseline>,
-    episodes: &[Episode],
-    judged_end_s: u32,
+    a: &VariantAnalysis,
     cfg: &AnalysisConfig,
 ) -> Vec<Option<SecondRole>> {
-    let (Some(b), Some(first)) = (baseline, episodes.first()) else {
+    let (episodes, judged_end_s) = (&a.episodes, a.judged_end_s);
+    let (Some(b), Some(first)) = (a.baseline.as_ref(), episodes.first()) else {
         return vec![None; v.seconds.len()];
     };
     let first_start = whole(first.start_s.floor());
@@ -118,12 +119,11 @@ pub(crate) fn one_trigger_run(bad: std::ops::Range<u32>, failed: u64) -> Variant
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::verdict::judge;
+    use crate::analysis::analyse_variant;
 
     fn roles(v: &VariantRun) -> Vec<&'static str> {
         let cfg = AnalysisConfig::default();
-        let j = judge(v, &cfg);
-        second_roles(v, j.baseline.as_ref(), &j.episodes, j.judged_end_s, &cfg)
+        second_roles(v, &analyse_variant(v, &cfg), &cfg)
             .into_iter()
             .map(|r| r.map_or("", SecondRole::as_str))
             .collect()
