@@ -23,8 +23,8 @@
 //! hyper does the HTTP; nothing here parses HTTP by hand. Only `http://` is
 //! supported, as with the reqwest client before it (built without TLS).
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use bytes::{Bytes, BytesMut};
+use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper::header::{HeaderName, HeaderValue, CONTENT_TYPE, HOST, LOCATION, RETRY_AFTER};
 use hyper::{Method, Request, Uri};
@@ -174,15 +174,14 @@ impl HttpClient {
             .get(LOCATION)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
-        let read = Limited::new(resp.into_body(), MAX_BODY).collect();
         let body = tokio::select! {
             biased;
-            r = read => match r {
-                Err(_) => Err(BodyError::Broken),
+            r = read_body(resp.into_body()) => match r {
+                Err(()) => Err(BodyError::Broken),
                 Ok(b) => {
                     // Read to its end: the connection can serve the next request.
                     self.put_back(conn);
-                    Ok(b.to_bytes())
+                    Ok(b)
                 }
             },
             _ = &mut expired => Err(BodyError::Timeout),
@@ -298,6 +297,36 @@ impl HttpClient {
         });
         Ok(sender)
     }
+}
+
+/// An answer's whole body, at most [`MAX_BODY`] bytes. The service's answers
+/// arrive in one data frame, kept as it is; `BodyExt::collect` put every
+/// frame in a fresh queue and a map of trailers first, an allocation and its
+/// growth per attempt (BENCHMARKS.md, "Seventh look").
+async fn read_body(mut body: hyper::body::Incoming) -> Result<Bytes, ()> {
+    let mut whole = Bytes::new();
+    // Only an answer in several frames is copied into one buffer.
+    let mut joined: Option<BytesMut> = None;
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.map_err(|_| ())?.into_data() else {
+            continue; // trailers: not part of the body
+        };
+        let so_far = joined.as_ref().map_or(whole.len(), BytesMut::len);
+        if so_far + data.len() > MAX_BODY {
+            return Err(());
+        }
+        if let Some(j) = joined.as_mut() {
+            j.extend_from_slice(&data);
+        } else if whole.is_empty() {
+            whole = data;
+        } else {
+            let mut j = BytesMut::with_capacity(whole.len() + data.len());
+            j.extend_from_slice(&whole);
+            j.extend_from_slice(&data);
+            joined = Some(j);
+        }
+    }
+    Ok(joined.map_or(whole, BytesMut::freeze))
 }
 
 /// The Retry-After of an answer: the system's millisecond header, else the
@@ -435,6 +464,55 @@ pub(crate) mod tests {
             accepted.load(Ordering::Relaxed),
             client.connections_opened()
         );
+    }
+
+    /// A server that answers one request with `reply` and closes: its URL.
+    async fn one_answer_server(reply: &'static [u8]) -> String {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut buf = vec![0u8; 4096];
+            let _ = s.read(&mut buf).await;
+            let _ = s.write_all(reply).await;
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn a_body_in_several_chunks_is_read_whole_and_trailers_are_not_body() {
+        let reply = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n\
+            3\r\nabc\r\n4\r\ndefg\r\n2\r\nhi\r\n0\r\nx-check: 1\r\n\r\n";
+        let url = one_answer_server(reply).await;
+        let client = HttpClient::new(&url, 1).unwrap();
+        let a = client
+            .request(
+                Method::GET,
+                Uri::from_static("/"),
+                None,
+                Duration::from_secs(5),
+            )
+            .await
+            .expect("answered");
+        assert_eq!(a.status, 200);
+        assert_eq!(a.body.unwrap(), Bytes::from_static(b"abcdefghi"));
+    }
+
+    #[tokio::test]
+    async fn a_body_cut_short_is_broken() {
+        let reply = b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc";
+        let url = one_answer_server(reply).await;
+        let client = HttpClient::new(&url, 1).unwrap();
+        let a = client
+            .request(
+                Method::GET,
+                Uri::from_static("/"),
+                None,
+                Duration::from_secs(5),
+            )
+            .await
+            .expect("answered");
+        assert_eq!(a.body, Err(BodyError::Broken));
     }
 
     #[tokio::test]

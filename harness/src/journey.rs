@@ -112,14 +112,18 @@ pub struct JourneyContext {
 
 /// One retry policy (its state and budget) per client: a document belongs
 /// to client `id % clients_per_tenant` of its tenant. Keyed by tenant, then
-/// client, so a lookup borrows the tenant's name instead of allocating a
-/// key. Cloned, it is the same clients: the load's lanes (`lanes.rs`) share
-/// one, so a client's budget is one budget whichever lane sends its document.
+/// indexed by client, so a lookup borrows the tenant's name instead of
+/// allocating a key. Cloned, it is the same clients: the load's lanes
+/// (`lanes.rs`) share one, so a client's budget is one budget whichever lane
+/// sends its document.
 #[derive(Clone, Default)]
 pub struct ClientPolicies(Arc<Mutex<PoliciesByTenant>>);
 
-/// Tenant name -> client index -> that client's policy.
-type PoliciesByTenant = HashMap<String, HashMap<u32, Arc<RetryPolicy>>>;
+/// Tenant name -> client index -> that client's policy, once it has sent.
+/// foldhash, not the standard SipHash: the names come from the experiment
+/// file, not from an adversary, and SipHash was about 270 instructions of
+/// every attempt (BENCHMARKS.md, "Seventh look").
+type PoliciesByTenant = HashMap<String, Vec<Option<Arc<RetryPolicy>>>, foldhash::fast::FixedState>;
 
 impl JourneyContext {
     pub fn new(
@@ -168,20 +172,22 @@ impl JourneyContext {
     fn policy(&self, doc: &Document) -> Arc<RetryPolicy> {
         // Validated >= 1; the max keeps a hand-built context from dividing by 0.
         let per_tenant = u64::from(self.clients.clients_per_tenant.max(1));
-        let client = (doc.id % per_tenant) as u32;
+        let client = (doc.id % per_tenant) as usize;
         let mut policies = self.policies.0.lock().expect("policies lock");
         if let Some(p) = policies
             .get(doc.tenant.as_str())
-            .and_then(|c| c.get(&client))
+            .and_then(|c| c.get(client))
+            .and_then(Option::as_ref)
         {
             return p.clone();
         }
         let (retry, _) = self.clients.for_tenant(&doc.tenant);
         let p = Arc::new(RetryPolicy::new(retry.clone()));
-        policies
-            .entry(doc.tenant.clone())
-            .or_default()
-            .insert(client, p.clone());
+        let clients = policies.entry(doc.tenant.clone()).or_default();
+        if clients.len() <= client {
+            clients.resize(client + 1, None);
+        }
+        clients[client] = Some(p.clone());
         p
     }
 
@@ -375,7 +381,19 @@ async fn send(ctx: &JourneyContext, doc: &Document, body: &Bytes) -> (Attempt, O
         Submission::Async {
             poll_interval,
             honour_retry_after,
-        } => crate::async_client::attempt(ctx, doc, body, poll_interval, honour_retry_after).await,
+        } => {
+            // Boxed: its two requests and its pause make the async attempt
+            // the larger future, and inline it would size every journey's
+            // task by it, the synchronous ones too (moved whole when spawned).
+            Box::pin(crate::async_client::attempt(
+                ctx,
+                doc,
+                body,
+                poll_interval,
+                honour_retry_after,
+            ))
+            .await
+        }
     }
 }
 
