@@ -466,8 +466,9 @@ pub(crate) mod tests {
         );
     }
 
-    /// A server that answers one request with `reply` and closes: its URL.
-    async fn one_answer_server(reply: &'static [u8]) -> String {
+    /// The answer to one GET from a server that answers it with `reply`
+    /// (raw bytes on the wire) and closes.
+    async fn answer_to(reply: &'static [u8]) -> Answer {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", l.local_addr().unwrap());
         tokio::spawn(async move {
@@ -476,42 +477,29 @@ pub(crate) mod tests {
             let _ = s.read(&mut buf).await;
             let _ = s.write_all(reply).await;
         });
-        url
+        let client = HttpClient::new(&url, 1).unwrap();
+        let path = Uri::from_static("/");
+        let five_s = Duration::from_secs(5);
+        client
+            .request(Method::GET, path, None, five_s)
+            .await
+            .expect("answered")
     }
 
     #[tokio::test]
     async fn a_body_in_several_chunks_is_read_whole_and_trailers_are_not_body() {
-        let reply = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n\
-            3\r\nabc\r\n4\r\ndefg\r\n2\r\nhi\r\n0\r\nx-check: 1\r\n\r\n";
-        let url = one_answer_server(reply).await;
-        let client = HttpClient::new(&url, 1).unwrap();
-        let a = client
-            .request(
-                Method::GET,
-                Uri::from_static("/"),
-                None,
-                Duration::from_secs(5),
-            )
-            .await
-            .expect("answered");
+        let a = answer_to(
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n\
+            3\r\nabc\r\n4\r\ndefg\r\n2\r\nhi\r\n0\r\nx-check: 1\r\n\r\n",
+        )
+        .await;
         assert_eq!(a.status, 200);
         assert_eq!(a.body.unwrap(), Bytes::from_static(b"abcdefghi"));
     }
 
     #[tokio::test]
     async fn a_body_cut_short_is_broken() {
-        let reply = b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc";
-        let url = one_answer_server(reply).await;
-        let client = HttpClient::new(&url, 1).unwrap();
-        let a = client
-            .request(
-                Method::GET,
-                Uri::from_static("/"),
-                None,
-                Duration::from_secs(5),
-            )
-            .await
-            .expect("answered");
+        let a = answer_to(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc").await;
         assert_eq!(a.body, Err(BodyError::Broken));
     }
 
