@@ -36,9 +36,29 @@ pub fn named_runtime(name: &str) -> std::io::Result<tokio::runtime::Runtime> {
 /// CPU seconds per thread at one moment, and the process total.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
-    /// tid -> (thread name, CPU seconds).
-    threads: HashMap<u32, (String, f64)>,
+    /// tid -> the thread's name and CPU seconds.
+    threads: HashMap<u32, ThreadCpu>,
     process_s: f64,
+}
+
+/// One thread's (or the process's) CPU seconds from its `stat` line.
+#[derive(Debug, Clone, PartialEq)]
+struct ThreadCpu {
+    name: String,
+    /// User and system time.
+    cpu_s: f64,
+    /// Of `cpu_s`, the time in the kernel.
+    system_s: f64,
+}
+
+/// CPU seconds of a group of threads over an interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ThreadsCpu {
+    /// User and system time.
+    pub cpu_s: f64,
+    /// Of `cpu_s`, the time in the kernel: on a host where system calls are
+    /// dear, the same load path costs more CPU per attempt (BENCHMARKS.md).
+    pub system_s: f64,
 }
 
 fn ticks_per_sec() -> f64 {
@@ -51,9 +71,9 @@ fn ticks_per_sec() -> f64 {
     }
 }
 
-/// `(comm, utime + stime in seconds)` from one `stat` line; the name may
-/// hold spaces and parentheses, so it ends at the last `)`.
-fn parse_stat(line: &str, hz: f64) -> Option<(String, f64)> {
+/// The name (comm) and CPU seconds (utime + stime, and stime) of one `stat`
+/// line; the name may hold spaces and parentheses, so it ends at the last `)`.
+fn parse_stat(line: &str, hz: f64) -> Option<ThreadCpu> {
     let open = line.find('(')?;
     let close = line.rfind(')')?;
     let name = line.get(open + 1..close)?.to_string();
@@ -61,7 +81,11 @@ fn parse_stat(line: &str, hz: f64) -> Option<(String, f64)> {
     let rest: Vec<&str> = line.get(close + 1..)?.split_whitespace().collect();
     let utime: f64 = rest.get(11)?.parse().ok()?;
     let stime: f64 = rest.get(12)?.parse().ok()?;
-    Some((name, (utime + stime) / hz))
+    Some(ThreadCpu {
+        name,
+        cpu_s: (utime + stime) / hz,
+        system_s: stime / hz,
+    })
 }
 
 /// CPU seconds this whole process has used so far, ended threads included
@@ -69,7 +93,7 @@ fn parse_stat(line: &str, hz: f64) -> Option<(String, f64)> {
 pub fn process_cpu_s() -> std::io::Result<f64> {
     let process = std::fs::read_to_string("/proc/self/stat")?;
     parse_stat(&process, ticks_per_sec())
-        .map(|(_, s)| s)
+        .map(|t| t.cpu_s)
         .ok_or_else(|| std::io::Error::other("unparsable /proc/self/stat"))
 }
 
@@ -102,11 +126,11 @@ impl Snapshot {
     ) -> Vec<CpuUse> {
         let mut sums: Vec<CpuUse> = Vec::new();
         let mut live = 0.0;
-        for (tid, (name, s)) in &self.threads {
-            let before = earlier.threads.get(tid).map_or(0.0, |(_, b)| *b);
-            let d = (s - before).max(0.0);
+        for (tid, t) in &self.threads {
+            let before = earlier.threads.get(tid).map_or(0.0, |b| b.cpu_s);
+            let d = (t.cpu_s - before).max(0.0);
             live += d;
-            let (label, role) = group(name);
+            let (label, role) = group(&t.name);
             match sums.iter_mut().find(|u| u.name == label) {
                 Some(u) => u.cpu_s += d,
                 None => sums.push(CpuUse {
@@ -130,13 +154,18 @@ impl Snapshot {
     }
 
     /// CPU seconds of threads whose name starts with `prefix`, since `earlier`.
-    pub fn threads_since(&self, earlier: &Snapshot, prefix: &str) -> f64 {
-        self.threads
+    pub fn threads_since(&self, earlier: &Snapshot, prefix: &str) -> ThreadsCpu {
+        let mut sum = ThreadsCpu::default();
+        for (tid, t) in self
+            .threads
             .iter()
-            .filter(|(_, (name, _))| name.starts_with(prefix))
-            .map(|(tid, (_, s))| s - earlier.threads.get(tid).map_or(0.0, |(_, b)| *b))
-            .map(|d| d.max(0.0))
-            .sum()
+            .filter(|(_, t)| t.name.starts_with(prefix))
+        {
+            let before = earlier.threads.get(tid);
+            sum.cpu_s += (t.cpu_s - before.map_or(0.0, |b| b.cpu_s)).max(0.0);
+            sum.system_s += (t.system_s - before.map_or(0.0, |b| b.system_s)).max(0.0);
+        }
+        sum
     }
 }
 
@@ -208,9 +237,10 @@ mod tests {
     fn stat_lines_with_odd_names_parse() {
         // utime 250, stime 50 ticks at 100 Hz.
         let line = "4242 (tokio (w) 1) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 1 0 5 6 7";
-        let (name, s) = parse_stat(line, 100.0).unwrap();
-        assert_eq!(name, "tokio (w) 1");
-        assert!((s - 3.0).abs() < 1e-9);
+        let t = parse_stat(line, 100.0).unwrap();
+        assert_eq!(t.name, "tokio (w) 1");
+        assert!((t.cpu_s - 3.0).abs() < 1e-9);
+        assert!((t.system_s - 0.5).abs() < 1e-9);
         assert_eq!(parse_stat("garbage", 100.0), None);
     }
 
@@ -219,7 +249,14 @@ mod tests {
         let t = |v: &[(u32, &str, f64)], p: f64| Snapshot {
             threads: v
                 .iter()
-                .map(|(i, n, s)| (*i, (n.to_string(), *s)))
+                .map(|(i, n, s)| {
+                    let t = ThreadCpu {
+                        name: n.to_string(),
+                        cpu_s: *s,
+                        system_s: s / 4.0,
+                    };
+                    (*i, t)
+                })
                 .collect(),
             process_s: p,
         };
@@ -250,7 +287,11 @@ mod tests {
         assert!((get(CostRole::SystemUnderTest) - 3.0).abs() < 1e-9);
         // 6.5 s of process time, 5.5 s by live threads: thread 3's last second.
         assert!((get(CostRole::Unattributed) - 1.0).abs() < 1e-9);
-        assert!((b.threads_since(&a, "harness-load") - 2.5).abs() < 1e-9);
+        // The load threads: 2 s more on thread 1 and 0.5 s on the new thread 4,
+        // a quarter of it in the kernel.
+        let load = b.threads_since(&a, "harness-load");
+        assert!((load.cpu_s - 2.5).abs() < 1e-9);
+        assert!((load.system_s - 0.625).abs() < 1e-9);
     }
 
     #[test]

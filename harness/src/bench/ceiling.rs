@@ -48,6 +48,8 @@ pub struct Pair {
     pub harness_rps: f64,
     /// CPU of the load runtime's threads per attempt (µs), over the whole run.
     pub cpu_per_attempt_us: f64,
+    /// The share of that CPU spent in the kernel (0-1).
+    pub kernel_share: f64,
     /// Connections the harness opened in this run (handed to wrk).
     pub connections: u64,
     /// Arrivals that waited for the in-flight cap.
@@ -119,6 +121,8 @@ pub struct LoadRun {
     pub attempts: u64,
     /// CPU seconds of the load runtime's threads over the whole run.
     pub cpu_s: f64,
+    /// Of `cpu_s`, the time in the kernel.
+    pub system_s: f64,
     /// Wall time of the whole run.
     pub wall_s: f64,
     pub late: u64,
@@ -158,6 +162,7 @@ pub fn run(w: &Windows) -> anyhow::Result<Ceiling> {
         pairs.push(Pair {
             harness_rps: load.done_per_s,
             cpu_per_attempt_us: load.cpu_s * 1e6 / load.attempts.max(1) as f64,
+            kernel_share: load.system_s / load.cpu_s.max(1e-9),
             connections,
             late: load.late,
             endpoint_requests,
@@ -249,7 +254,7 @@ pub async fn run_load(
     let cpu0 = crate::cpu::Snapshot::now()?;
     let t0 = Instant::now();
     let outcome = drive(plan).await?;
-    let cpu_s = crate::cpu::Snapshot::now()?.threads_since(&cpu0, crate::cpu::LOAD_THREADS);
+    let cpu = crate::cpu::Snapshot::now()?.threads_since(&cpu0, crate::cpu::LOAD_THREADS);
     let wall_s = t0.elapsed().as_secs_f64();
     stopper.abort();
     let first = w.warmup.as_secs() as usize;
@@ -264,7 +269,8 @@ pub async fn run_load(
     Ok(LoadRun {
         done_per_s: done as f64 / (last - first) as f64,
         attempts: t.ok + t.rejected + t.timeouts + t.errors,
-        cpu_s,
+        cpu_s: cpu.cpu_s,
+        system_s: cpu.system_s,
         wall_s,
         late: recorder.late_arrivals(),
         planned: n,
@@ -282,6 +288,7 @@ mod tests {
         Pair {
             harness_rps,
             cpu_per_attempt_us: 1e6 / harness_rps,
+            kernel_share: 0.5,
             connections: 512,
             late: 0,
             endpoint_requests: 0,
@@ -291,6 +298,7 @@ mod tests {
                     non_2xx: 0,
                     seconds: 5.0,
                     cpu_s: None,
+                    system_s: None,
                 })
                 .ok_or_else(|| "no wrk".to_string()),
         }

@@ -74,5 +74,6 @@ pub async fn closed_loop(
         non_2xx: non_2xx.load(Ordering::Relaxed),
         seconds: duration.as_secs_f64(),
         cpu_s: None,
+        system_s: None,
     })
 }

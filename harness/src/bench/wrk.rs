@@ -33,17 +33,22 @@ pub struct Driven {
     /// CPU seconds the client used (wrk: its process, from the children's
     /// rusage; `None` where not measured).
     pub cpu_s: Option<f64>,
+    /// Of `cpu_s`, the time in the kernel.
+    pub system_s: Option<f64>,
 }
 
 /// CPU seconds of this process's waited-for children so far.
-fn children_cpu_s() -> Option<f64> {
+fn children_cpu() -> Option<crate::cpu::ThreadsCpu> {
     // SAFETY: getrusage writes into the zeroed struct it is given.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) } != 0 {
         return None;
     }
     let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    Some(s(u.ru_utime) + s(u.ru_stime))
+    Some(crate::cpu::ThreadsCpu {
+        cpu_s: s(u.ru_utime) + s(u.ru_stime),
+        system_s: s(u.ru_stime),
+    })
 }
 
 /// One wrk run against `url` (127.0.0.1 only).
@@ -78,7 +83,7 @@ pub fn run(
         None => None,
     };
     cmd.arg(url);
-    let before = children_cpu_s();
+    let before = children_cpu();
     let out = cmd
         .output()
         .with_context(|| format!("running {}", wrk.display()));
@@ -86,7 +91,9 @@ pub fn run(
         let _ = std::fs::remove_file(p);
     }
     let out = out?;
-    let cpu_s = before.zip(children_cpu_s()).map(|(a, b)| b - a);
+    let used = before.zip(children_cpu());
+    let cpu_s = used.map(|(a, b)| b.cpu_s - a.cpu_s);
+    let system_s = used.map(|(a, b)| b.system_s - a.system_s);
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         bail!(
@@ -103,6 +110,7 @@ pub fn run(
         non_2xx: parse_non_2xx(&stdout),
         seconds: secs as f64,
         cpu_s,
+        system_s,
     })
 }
 
