@@ -8,6 +8,7 @@
 //! in flight at the cut is reported to goose as a failure and counted by the
 //! recorder as cut off, so goose's request count covers every attempt sent.
 
+use crate::client_policies::ClientPolicies;
 use crate::experiment::Submission;
 use crate::http::{Answer, BodyError, HttpClient, NoAnswer};
 use crate::recorder::{AttemptOutcome, JourneyEnd, Recorder};
@@ -17,7 +18,6 @@ use hyper::{Method, Uri};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use retry_policy::{Decision, Failure, RetryPolicy};
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -110,21 +110,6 @@ pub struct JourneyContext {
     policies: ClientPolicies,
 }
 
-/// One retry policy (its state and budget) per client: a document belongs
-/// to client `id % clients_per_tenant` of its tenant. Keyed by tenant, then
-/// indexed by client, so a lookup borrows the tenant's name instead of
-/// allocating a key. Cloned, it is the same clients: the load's lanes
-/// (`lanes.rs`) share one, so a client's budget is one budget whichever lane
-/// sends its document.
-#[derive(Clone, Default)]
-pub struct ClientPolicies(Arc<Mutex<PoliciesByTenant>>);
-
-/// Tenant name -> client index -> that client's policy, once it has sent.
-/// foldhash, not the standard SipHash: the names come from the experiment
-/// file, not from an adversary, and SipHash was about 270 instructions of
-/// every attempt (BENCHMARKS.md, "Seventh look").
-type PoliciesByTenant = HashMap<String, Vec<Option<Arc<RetryPolicy>>>, foldhash::fast::FixedState>;
-
 impl JourneyContext {
     pub fn new(
         http: HttpClient,
@@ -167,28 +152,9 @@ impl JourneyContext {
         self.ending.notify.notify_waiters();
     }
 
-    /// The retry policy of the client `doc` belongs to: its own state and
-    /// budget, configured as its tenant's clients are.
+    /// The retry policy of the client `doc` belongs to (`client_policies.rs`).
     fn policy(&self, doc: &Document) -> Arc<RetryPolicy> {
-        // Validated >= 1; the max keeps a hand-built context from dividing by 0.
-        let per_tenant = u64::from(self.clients.clients_per_tenant.max(1));
-        let client = (doc.id % per_tenant) as usize;
-        let mut policies = self.policies.0.lock().expect("policies lock");
-        if let Some(p) = policies
-            .get(doc.tenant.as_str())
-            .and_then(|c| c.get(client))
-            .and_then(Option::as_ref)
-        {
-            return p.clone();
-        }
-        let (retry, _) = self.clients.for_tenant(&doc.tenant);
-        let p = Arc::new(RetryPolicy::new(retry.clone()));
-        let clients = policies.entry(doc.tenant.clone()).or_default();
-        if clients.len() <= client {
-            clients.resize(client + 1, None);
-        }
-        clients[client] = Some(p.clone());
-        p
+        self.policies.policy(&self.clients, doc)
     }
 
     /// The client timeout of one attempt (one request) of `doc`.
@@ -468,25 +434,10 @@ async fn verify(ctx: &JourneyContext, doc: &Document, resp: &ExtractResponse) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::TenantClient;
+    use crate::client_policies::tests::{behaviour, doc};
 
     fn context(clients_per_tenant: u32) -> JourneyContext {
-        let mut tenant_clients = std::collections::BTreeMap::new();
-        let mut aggressive = retry_policy::RetryConfig::no_retries();
-        aggressive.max_attempts = 10;
-        tenant_clients.insert(
-            "t7".to_string(),
-            TenantClient {
-                retry: Some(aggressive),
-                timeout: Some(Duration::from_secs(5)),
-            },
-        );
-        let mut clients = crate::experiment::ClientBehaviour::synchronous(
-            retry_policy::RetryConfig::no_retries(),
-            Duration::from_secs(1),
-        );
-        clients.clients_per_tenant = clients_per_tenant;
-        clients.tenants = tenant_clients;
+        let clients = behaviour(clients_per_tenant);
         let settings = crate::load::JourneySettings {
             recorder: Arc::new(Recorder::new(Instant::now(), 2)),
             clients,
@@ -503,41 +454,6 @@ mod tests {
             Arc::default(),
             Arc::new(crate::interrupt::StopSignal::default()),
         )
-    }
-
-    fn doc(id: u64, tenant: &str) -> Document {
-        Document {
-            id,
-            tenant: tenant.into(),
-            pages: 1,
-            planned: Duration::ZERO,
-        }
-    }
-
-    #[test]
-    fn each_client_keeps_its_own_retry_state() {
-        let ctx = context(3);
-        // Documents 3 and 6 belong to client 0 of t1, document 4 to client 1.
-        let a = ctx.policy(&doc(3, "t1"));
-        assert!(Arc::ptr_eq(&a, &ctx.policy(&doc(6, "t1"))));
-        assert!(!Arc::ptr_eq(&a, &ctx.policy(&doc(4, "t1"))));
-        // The same client index of another tenant is another client.
-        assert!(!Arc::ptr_eq(&a, &ctx.policy(&doc(3, "t2"))));
-        let clients: usize = ctx
-            .policies
-            .0
-            .lock()
-            .unwrap()
-            .values()
-            .map(|c| c.len())
-            .sum();
-        assert_eq!(clients, 3);
-        // One client per tenant, as before a population of clients.
-        let one = context(1);
-        assert!(Arc::ptr_eq(
-            &one.policy(&doc(3, "t1")),
-            &one.policy(&doc(4, "t1"))
-        ));
     }
 
     /// Two lanes' contexts (`lanes.rs`) send documents of the same client:

@@ -10,7 +10,7 @@
 //! loop per thread; so do the lanes. A journey, its connections and their
 //! tasks live on one thread, where waking one another is a push on that
 //! thread's queue. The lanes share the recorder, the clients' retry
-//! policies (`journey::ClientPolicies`) and goose's reports, each behind a
+//! policies (`client_policies::ClientPolicies`) and goose's reports, each behind a
 //! lock, not a wake-up; goose's user is woken once per batch of reports.
 //!
 //! Document k of the plan goes to lane k mod L, as load agents shard

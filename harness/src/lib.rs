@@ -14,6 +14,7 @@ pub mod axis;
 pub mod bench;
 pub mod budget;
 pub mod client_metrics;
+pub mod client_policies;
 pub mod containers;
 pub mod cost;
 pub mod cpu;

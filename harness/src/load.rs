@@ -19,8 +19,9 @@
 //! returns: no request of this variant reaches the system after `drive`
 //! returns.
 
+use crate::client_policies::ClientPolicies;
 use crate::interrupt::StopSignal;
-use crate::journey::{AttemptReport, ClientPolicies, JourneyContext, Reports};
+use crate::journey::{AttemptReport, JourneyContext, Reports};
 use crate::lanes::{deal, share, LanePlan, Lanes};
 use crate::workload::Document;
 use goose::config::GooseConfiguration;
