@@ -30,8 +30,14 @@ done
 [ -n "$file" ] || { echo "agents.sh: name an experiment file" >&2; exit 2; }
 case "$agents$pairs" in *[!0-9]*) echo "agents.sh: --agents and --pairs are numbers" >&2; exit 2 ;; esac
 [ "$agents" -ge 2 ] && [ "$pairs" -ge 1 ] || { echo "agents.sh: --agents >= 2 and --pairs >= 1" >&2; exit 2; }
+case "$env" in embedded|containers) ;; *) echo "agents.sh: --environment is embedded or containers" >&2; exit 2 ;; esac
 out=${OUT:-/tmp/agents-compare}
-rm -rf "$out" && mkdir -p "$out" || exit 2
+# OUT is emptied first, but only when this script made it (its marker is there).
+if [ -e "$out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ] && [ ! -e "$out/.agents-compare" ]; then
+  echo "agents.sh: $out is not empty and was not made by agents.sh; choose another OUT" >&2
+  exit 2
+fi
+rm -rf "$out" && mkdir -p "$out" && touch "$out/.agents-compare" || exit 2
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 # The workspace, as the tests and ci/images.sh build it (see ci/seeds.sh).
 build=(-q -j2 --workspace)
