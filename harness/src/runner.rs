@@ -425,6 +425,10 @@ async fn drive_variant(
         "attempts_cut_off".into(),
         recorder.attempts_cut_off() as f64,
     );
+    let gpu_pacing = crate::scrape::gpu_pacing(&totals);
+    if let Some(w) = gpu_pacing.warning() {
+        eprintln!("!!! GPU MODEL ({}): {w}", v.name);
+    }
     let integrity = recorder.integrity();
     let events = events.lock().expect("timeline log").clone();
     Ok(VariantRun {
@@ -446,6 +450,7 @@ async fn drive_variant(
         alerts,
         agents,
         harness_cost: Some(harness_cost),
+        gpu_pacing: Some(gpu_pacing),
     })
 }
 

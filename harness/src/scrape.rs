@@ -233,10 +233,22 @@ pub fn totals(now: &Scrape) -> BTreeMap<String, f64> {
         names::POOL_ZOMBIE_WORK_TOTAL.name,
         names::POOL_DOCUMENTS_COMPUTED_TOTAL.name,
         names::POOL_ADMITTED_TOTAL.name,
+        names::GPU_PACED_SECONDS_TOTAL.name,
+        names::GPU_PACED_TARGET_SECONDS_TOTAL.name,
     ] {
         t.insert(name.to_string(), now.sum(name, &[]));
     }
     t
+}
+
+/// The GPU's back-to-back batch intervals, as run and as modeled, from
+/// [`totals`] (zero, and so no figure, where the system does not export them).
+pub fn gpu_pacing(totals: &BTreeMap<String, f64>) -> run_report::GpuPacing {
+    let total = |name: &str| totals.get(name).copied().unwrap_or(0.0);
+    run_report::GpuPacing {
+        run_secs: total(names::GPU_PACED_SECONDS_TOTAL.name),
+        model_secs: total(names::GPU_PACED_TARGET_SECONDS_TOTAL.name),
+    }
 }
 
 /// Scrapes once, bounded in time.

@@ -209,6 +209,12 @@ impl System {
                 &names::GPU_REAL_COMPUTE_SECONDS,
                 s.real_compute_secs,
             );
+            zg(&mut e, &names::GPU_PACED_SECONDS_TOTAL, s.paced_secs);
+            zg(
+                &mut e,
+                &names::GPU_PACED_TARGET_SECONDS_TOTAL,
+                s.paced_target_secs,
+            );
             for (tenant, pages) in &s.per_tenant_pages {
                 e.put(
                     &names::GPU_TENANT_PAGES_TOTAL,

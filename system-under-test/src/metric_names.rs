@@ -177,6 +177,14 @@ pub const GPU_REAL_COMPUTE_SECONDS: Metric = gauge(
 );
 pub const GPU_TENANT_PAGES_TOTAL: Metric =
     counter("sut_gpu_tenant_pages_total", "Pages computed per tenant.");
+pub const GPU_PACED_SECONDS_TOTAL: Metric = counter(
+    "sut_gpu_paced_seconds_total",
+    "Back-to-back batches: seconds from one batch's start to the next's, as they ran.",
+);
+pub const GPU_PACED_TARGET_SECONDS_TOTAL: Metric = counter(
+    "sut_gpu_paced_target_seconds_total",
+    "The same intervals as the GPU model gives them (page_time / speed, or the real compute when longer).",
+);
 
 // Process-wide.
 pub const DISTINCT_DOCUMENTS_TOTAL: Metric = counter(
@@ -253,6 +261,8 @@ pub const ALL: &[Metric] = &[
     GPU_LANES,
     GPU_REAL_COMPUTE_SECONDS,
     GPU_TENANT_PAGES_TOTAL,
+    GPU_PACED_SECONDS_TOTAL,
+    GPU_PACED_TARGET_SECONDS_TOTAL,
     DISTINCT_DOCUMENTS_TOTAL,
     REMOTE_POOL_UP,
     EXECUTOR_INFO,

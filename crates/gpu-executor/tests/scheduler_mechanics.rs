@@ -229,3 +229,24 @@ async fn dropping_the_last_scheduler_clone_stops_the_loop() {
     drop(clone);
     assert_eq!(rx.recv().await, None);
 }
+
+#[tokio::test(start_paused = true)]
+async fn pacing_counts_back_to_back_batches_only_and_matches_the_model_on_a_paused_clock() {
+    let sched = GpuScheduler::start(cfg(1, 100, SchedulingPolicy::Fifo), cpu());
+    let (job, _rx) = sched.open_job("t", 1);
+    job.enqueue_all(&pages(1, 5)).expect("room");
+    sleep(batches(5) + PAGE_TIME / 2).await;
+    // Batches 2-5 followed one another; the first started on an idle GPU.
+    let s = sched.stats();
+    let expected = (PAGE_TIME * 4).as_secs_f64();
+    assert!((s.paced_target_secs - expected).abs() < 1e-9, "{s:?}");
+    // A paused clock wakes exactly on time: no pacing error to report.
+    assert!((s.paced_secs - expected).abs() < 1e-9, "{s:?}");
+    // A batch that arrives at an idle GPU is not an interval of the GPU's pace.
+    sleep(PAGE_TIME * 3).await;
+    job.enqueue(pages(1, 1)[0]).expect("room");
+    sleep(PAGE_TIME * 2).await;
+    let s = sched.stats();
+    assert_eq!(s.pages_computed, 6);
+    assert!((s.paced_secs - expected).abs() < 1e-9, "{s:?}");
+}

@@ -21,6 +21,7 @@ mod cost;
 mod csv;
 mod error;
 mod format;
+mod gpu_pacing;
 mod html;
 mod junit;
 mod latency_counts;
@@ -46,6 +47,7 @@ pub use charts::{
 pub use cost::{CostRole, CpuUse, HarnessCost, LAG_P99_LIMIT_MS, MACHINE_SHARE_LIMIT};
 pub use csv::timeseries_csv;
 pub use error::ReportError;
+pub use gpu_pacing::{GpuPacing, PACING_TOLERANCE};
 pub use html::{data_uri, page, render_html};
 pub use junit::junit_xml;
 pub use latency_counts::LatencyCounts;

@@ -215,6 +215,10 @@ pub struct VariantRun {
     /// schedule lag); `None` in runs recorded before it was measured.
     #[serde(default)]
     pub harness_cost: Option<crate::cost::HarnessCost>,
+    /// How closely the emulated GPU kept to its model (`None` in runs
+    /// recorded before it was measured).
+    #[serde(default)]
+    pub gpu_pacing: Option<crate::gpu_pacing::GpuPacing>,
 }
 
 /// One load agent of a variant: its shard of the schedule and how it ended.

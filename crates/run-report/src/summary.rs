@@ -44,7 +44,9 @@
 //!                     | "system_under_test" | "unattributed", cpu_s }], not_measured: [str],
 //!                     arrivals_sent, late_arrivals, behind_schedule, lag_p50_ms, lag_p99_ms,
 //!                     lag_max_ms, machine_share: f64 | null, delivered_as_planned: bool,
-//!                     warnings: [str] }
+//!                     warnings: [str] },
+//!     "gpu_pacing": null | { run_s, model_s (back-to-back GPU batches as run and as modeled),
+//!                     slower_by: f64 | null, warning: str | null }
 //!   }],
 //!   "expectations": [{ variant, metric (as written, with {zone} and [window]), metric_name, zone, window,
 //!                      op, value, expected (the source text), measured: f64 | null, passed, message }],
@@ -132,6 +134,10 @@ fn variant(v: &VariantRun, a: &VariantAnalysis) -> Value {
             "name": a.name, "shard": a.shard, "of": a.of, "documents": a.documents,
             "lost": a.lost, "pending_agent_lost": a.pending_agent_lost, "cpu_s": a.cpu_s,
         })).collect::<Vec<_>>(),
+        "gpu_pacing": v.gpu_pacing.as_ref().map(|p| json!({
+            "run_s": p.run_secs, "model_s": p.model_secs, "slower_by": p.slower_by(),
+            "warning": p.warning(),
+        })),
         "harness_cost": v.harness_cost.as_ref().map(|c| {
             let mut o = serde_json::to_value(c).unwrap_or(Value::Null);
             if let Value::Object(m) = &mut o {

@@ -75,6 +75,12 @@ pub struct SchedulerStats {
     pub compute_errors: u64,
     /// Pages of failed batches.
     pub pages_failed: u64,
+    /// Back-to-back batches (queued when the one before ended): seconds from
+    /// one's start to the next's, as they ran, and as the model gives them
+    /// (`page_time / speed`, or the real compute when that was longer). Their
+    /// ratio is how much slower than its model the emulated GPU ran.
+    pub paced_secs: f64,
+    pub paced_target_secs: f64,
 }
 
 /// Work the GPU still holds for some documents: the jobs open for them (a

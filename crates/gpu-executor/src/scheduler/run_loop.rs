@@ -7,6 +7,12 @@
 //! `tokio::time::pause()` deterministically: the end time is absolute, and on
 //! the current-thread runtime tokio does not auto-advance paused time while a
 //! `spawn_blocking` task runs.
+//!
+//! The loop also measures its own pacing (`paced_secs` against
+//! `paced_target_secs`): a batch starts when the loop wakes after the one
+//! before, and tokio's timer rounds each wake-up up to its 1-ms tick, so on a
+//! real clock back-to-back batches take longer than the model says; the
+//! report shows by how much.
 
 use super::state::InFlight;
 use super::Shared;
@@ -15,11 +21,16 @@ use std::time::{Duration, Instant};
 
 /// Runs until shutdown (explicit, or every `GpuScheduler` clone dropped).
 pub(crate) async fn run(shared: Arc<Shared>) {
+    // The previous batch's start and its duration in the model.
+    let mut previous: Option<(tokio::time::Instant, Duration)> = None;
     loop {
-        let Some((batch, modeled)) = next_batch(&shared).await else {
+        let Some((batch, modeled, waited)) = next_batch(&shared).await else {
             return;
         };
         let start = tokio::time::Instant::now();
+        let paced = previous
+            .filter(|_| !waited)
+            .map(|(previous_start, target)| (start - previous_start, target));
         let specs: Vec<_> = batch.iter().map(|b| b.spec).collect();
         let executor = shared.executor.clone();
         let computed = tokio::task::spawn_blocking(move || {
@@ -28,12 +39,18 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             (r, t.elapsed())
         })
         .await;
+        let computed_in = start.elapsed();
         match start.checked_add(modeled) {
             Some(end) => tokio::time::sleep_until(end).await,
             None => tokio::time::sleep(modeled).await,
         }
+        previous = Some((start, modeled.max(computed_in)));
         let mut st = shared.lock();
         st.stats.busy = false;
+        if let Some((took, target)) = paced {
+            st.stats.paced_secs += took.as_secs_f64();
+            st.stats.paced_target_secs += target.as_secs_f64();
+        }
         if st.shutdown {
             return;
         }
@@ -60,8 +77,10 @@ pub(crate) async fn run(shared: Arc<Shared>) {
     }
 }
 
-/// Waits for queued pages (and lanes > 0); returns the batch and its modeled duration.
-async fn next_batch(shared: &Shared) -> Option<(Vec<InFlight>, Duration)> {
+/// Waits for queued pages (and lanes > 0); returns the batch, its modeled
+/// duration, and whether the loop had to wait for it (an idle GPU).
+async fn next_batch(shared: &Shared) -> Option<(Vec<InFlight>, Duration, bool)> {
+    let mut waited = false;
     loop {
         {
             let mut st = shared.lock();
@@ -72,11 +91,12 @@ async fn next_batch(shared: &Shared) -> Option<(Vec<InFlight>, Duration)> {
             if !batch.is_empty() {
                 st.stats.busy = true;
                 let modeled = modeled_batch_time(shared.page_time, st.speed_factor);
-                return Some((batch, modeled));
+                return Some((batch, modeled, waited));
             }
         }
         // notify_one stores a permit, so a wake-up between the check and here is not lost.
         shared.notify.notified().await;
+        waited = true;
     }
 }
 

@@ -63,6 +63,17 @@ pub fn banners(h: &mut String, run: &RunData, analysis: &Analysis) {
             escape(&env.gpu_adapter)
         );
     }
+    for v in &run.variants {
+        if let Some(w) = v.gpu_pacing.as_ref().and_then(|p| p.warning()) {
+            let _ = writeln!(
+                h,
+                "<div class=\"banner\" id=\"gpu-pacing\">GPU SLOWER THAN ITS MODEL in {}: capacities and loads \
+                 stated against the calibrated capacity are off.<small>{}</small></div>",
+                escape(&v.name),
+                escape(&w)
+            );
+        }
+    }
     for v in run.variants.iter().filter(|v| v.interrupted) {
         let _ = writeln!(
             h,
