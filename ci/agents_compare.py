@@ -128,12 +128,14 @@ def main():
         print(f"== {name}")
         peaks = {}
         shapes = {}
+        digests = set()
         for r in runs:
             v = next((v for v in r["summary"]["variants"] if v["name"] == name), None)
             if v is None:
                 problems.append(f"{r['name']}: no variant {name}")
                 continue
             integ = v["integrity"]
+            digests.add(integ["submitted_digest"])
             peak = v["metrics"].get("peak_failure_ratio")
             peaks[r["name"]] = (r["agents"], r["order"], peak)
             shapes.setdefault((v["verdict"]["verdict"], len(v["waves"])), []).append(r["name"])
@@ -145,10 +147,6 @@ def main():
             )
             if not integ["accounted"] or integ["incorrect_results"]:
                 problems.append(f"{r['name']} {name}: integrity {integ['problems']}")
-        digests = {
-            next(v for v in r["summary"]["variants"] if v["name"] == name)["integrity"]["submitted_digest"]
-            for r in runs
-        }
         if len(digests) > 1:
             problems.append(f"{name}: the runs submitted different document ids ({', '.join(sorted(digests))})")
         if len(shapes) == 1:

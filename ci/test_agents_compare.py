@@ -90,6 +90,13 @@ class AgentsCompare(unittest.TestCase):
         self.assertEqual(code, 1)
         self.assertIn("different document ids", out)
 
+    def test_a_run_missing_a_variant_fails_with_its_name(self):
+        self.write("agents1-1", variant("a", 0.8), variant("b", 0.1))
+        self.write("agents3-1", variant("a", 0.8))
+        code, out = self.compare()
+        self.assertEqual(code, 1)
+        self.assertIn("agents3-1: no variant b", out)
+
     def test_a_document_not_accounted_for_fails(self):
         self.write("agents1-1", variant("v", 0.8))
         self.write("agents3-1", variant("v", 0.8, accounted=False))
