@@ -36,8 +36,8 @@ mod xml;
 
 pub use analysis::{
     analyse, analyse_variant, verdict_rule_text, wave_rule_text, Analysis, Baseline, EffectFigures,
-    Episode, EpisodeOutcome, ExpectationResult, FidelityRow, SustainingEffect, VariantAnalysis,
-    Verdict, Wave, VERDICT_CLASSES,
+    Episode, EpisodeOutcome, ExpectationResult, FidelityRow, SlowRecovery, SustainingEffect,
+    VariantAnalysis, Verdict, Wave, VERDICT_CLASSES,
 };
 pub use charts::heatmap::CellClass;
 pub use charts::{

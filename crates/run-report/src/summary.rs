@@ -1,12 +1,15 @@
 //! `summary.json`: the machine-readable verdicts, with a stable schema so CI
-//! and dashboards can read it without parsing HTML. Schema version 3 (2 gave
+//! and dashboards can read it without parsing HTML. Schema version 4 (2 gave
 //! the verdict its classes and the triggers their residues; 3 judges latency
 //! by counting slow attempts: the baseline's `p99_limit_ms` became
-//! `slow_above_ms`, from the pooled `p95_ms`):
+//! `slow_above_ms`, from the pooled `p95_ms`; 4: an overloaded verdict says
+//! `since_s` and `before_trigger` instead of `residue_end_s`, a recovered
+//! one may carry `slow`, a metastable one `ended_by`, and the baseline
+//! lists the seconds it left out, `excluded_s`):
 //!
 //! ```text
 //! {
-//!   "schema_version": 3,
+//!   "schema_version": 4, "run_schema": u32 (run.json's, see RUN_SCHEMA),
 //!   "experiment": str, "description": str, "run_id": str, "started_at": str (RFC 3339),
 //!   "seed": u64, "quick": bool,
 //!   "environment": { kind, gpu_adapter, gpu_fallback, gpu_fallback_reason, calibrated_pages_per_sec,
@@ -18,14 +21,17 @@
 //!     "name": str,
 //!     "verdict": { "verdict": "stable" | "recovered" | "metastable" | "overloaded" | "inconclusive"
 //!                             | "never_healthy" | "no_trigger",
-//!                  recovered: "after_s"; metastable: "residue_end_s", "degraded_for_s", "recovered_at_s",
+//!                  recovered: "after_s", "degraded_s", "slow"?: { residue_end_s, recovered_at_s,
+//!                             took_s, window_s, drained: [str] };
+//!                  metastable: "residue_end_s", "degraded_for_s", "recovered_at_s", "ended_by"?,
 //!                  "sustaining": { from_s, to_s, measured, baseline, named: [str] };
-//!                  overloaded: "residue_end_s", "offered_per_s", "baseline_per_s";
+//!                  overloaded: "since_s", "before_trigger", "offered_per_s", "baseline_per_s";
 //!                  inconclusive: "reason", "needed_s"; never_healthy: "reason" },
 //!     "verdict_text": str (the verdict with what it rests on),
 //!     "baseline": null | { seconds, failure_ratio, p99_ms, p95_ms (pooled), ratio_limit,
 //!                          slow_above_ms, latency_judged, offered_per_s, offered_is_planned,
-//!                          effect },
+//!                          effect, backlog: { in_flight, queue_depth, gpu_queue_pages },
+//!                          excluded_s?: [u32] },
 //!     "triggers": [{ label, start_s, end_s, residue_end_s, residue }],
 //!     "episodes": [{ labels, start_s, trigger_end_s, residue_end_s, horizon_s, horizon_is_end,
 //!                    outcome: { "outcome": "recovered", at_s } | { "outcome": "still_degraded" }
@@ -56,7 +62,7 @@
 //! ```
 //!
 //! Undefined numbers (and NaN) are `null`. New fields may be added; existing
-//! ones keep their meaning while `schema_version` stays 3.
+//! ones keep their meaning while `schema_version` stays 4.
 
 use crate::analysis::verdict::triggers_of;
 use crate::analysis::{Analysis, VariantAnalysis};
@@ -66,7 +72,7 @@ use crate::series::zone_names;
 use serde_json::{json, Map, Value};
 
 /// Version of the summary.json schema described in this module.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 fn metrics(v: &VariantRun, a: &VariantAnalysis) -> Value {
     let mut m = Map::new();
@@ -178,6 +184,7 @@ pub fn summary_json(run: &RunData, analysis: &Analysis) -> Value {
         .collect();
     json!({
         "schema_version": SCHEMA_VERSION,
+        "run_schema": run.schema,
         "experiment": run.experiment,
         "description": run.description,
         "run_id": run.run_id,

@@ -139,7 +139,7 @@ fn writes_a_complete_report() {
     // summary.json.
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
-    assert_eq!(summary["schema_version"], 3);
+    assert_eq!(summary["schema_version"], 4);
     assert_eq!(summary["variants"][0]["verdict"]["verdict"], "metastable");
     // The sustaining effect is named against the baseline, in the JSON and the page.
     let named = summary["variants"][0]["verdict"]["sustaining"]["named"]

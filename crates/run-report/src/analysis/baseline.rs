@@ -37,6 +37,7 @@
 //! * **Judged end.** The last second before the load ended (the drain after
 //!   it is not judged) that has at least [`MIN_ATTEMPTS`] completed attempts.
 
+use super::drain::Backlog;
 use super::sustaining::{self, EffectFigures};
 use crate::latency_counts::LatencyCounts;
 use crate::model::{AnalysisConfig, Second, VariantRun};
@@ -80,6 +81,13 @@ pub struct Baseline {
     pub offered_is_planned: bool,
     /// Work amplification while healthy, for comparison with a sustained failure.
     pub effect: EffectFigures,
+    /// The backlog gauges while healthy, for comparison with a slow drain.
+    #[serde(default)]
+    pub backlog: Backlog,
+    /// Seconds before the first trigger that were degraded against the
+    /// healthy ones, and so left out of the baseline.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded_s: Vec<u32>,
 }
 
 fn yes() -> bool {
@@ -155,10 +163,20 @@ pub fn measure(
     cfg: &AnalysisConfig,
     first: f64,
 ) -> Result<Baseline, NoBaseline> {
+    measure_where(seconds, cfg, first, |_| true)
+}
+
+/// Measures the baseline over the seconds of `[warmup_s, first)` that `keep` keeps.
+pub fn measure_where(
+    seconds: &[Second],
+    cfg: &AnalysisConfig,
+    first: f64,
+    keep: impl Fn(&Second) -> bool,
+) -> Result<Baseline, NoBaseline> {
     let before: Vec<&Second> = seconds
         .iter()
         .filter(|s| s.t >= cfg.warmup_s && f64::from(s.t) + 1.0 <= first)
-        .filter(|s| series::completed(s) >= MIN_ATTEMPTS)
+        .filter(|s| series::completed(s) >= MIN_ATTEMPTS && keep(s))
         .collect();
     let needed = cfg.min_baseline_s.max(1);
     if (before.len() as u32) < needed {
@@ -211,6 +229,8 @@ pub fn measure(
         offered_per_s,
         offered_is_planned: planned,
         effect: sustaining::figures(&before),
+        backlog: Backlog::mean(&before),
+        excluded_s: Vec::new(),
     })
 }
 

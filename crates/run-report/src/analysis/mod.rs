@@ -6,6 +6,7 @@
 pub mod amplification;
 pub mod baseline;
 pub mod detection;
+pub mod drain;
 pub mod expect;
 pub mod fidelity;
 pub mod sustaining;
@@ -13,6 +14,7 @@ pub mod verdict;
 pub mod waves;
 
 pub use baseline::Baseline;
+pub use drain::SlowRecovery;
 pub use expect::{evaluate_expectation, ExpectationResult};
 pub use fidelity::FidelityRow;
 pub use sustaining::{EffectFigures, SustainingEffect};

@@ -1,210 +1,31 @@
 //! The verdict: did the variant stay stable, recover once its trigger had
 //! gone, or fall into a metastable failure that outlived it?
 //!
-//! A metastable failure is one that outlives its trigger because a
-//! sustaining effect (work amplification) keeps the system overloaded
-//! (Bronson et al., HotOS'21; Huang et al., OSDI'22). So the verdict is
-//! judged from the end of each trigger's *residue* — the moment its fault was
-//! undone and the work it injected had left the system — never from a timer.
-//! The rule (the report cites [`verdict_rule_text`]):
+//! A metastable failure outlives its trigger because a sustaining effect
+//! (work amplification) keeps the system overloaded, and it persists until
+//! something intervenes (Bronson et al., HotOS'21; Huang et al., OSDI'22).
+//! So each trigger is judged from the end of its *residue* (its fault
+//! undone and the work it injected gone, a load spike's extra arrivals
+//! included), never from a timer, against a baseline of healthy seconds
+//! before the first trigger.
 //!
-//! 1. **Baseline** and **health** of each second: see [`super::baseline`].
-//! 2. **Episodes.** Triggers whose spans overlap (one starts before the
-//!    other's residue ended) form one episode, from the first start to the
-//!    last residue end. Each episode is judged up to its *horizon*: the next
-//!    episode's start, or the judged end of the run.
-//! 3. **Per episode**, with `r` its residue end and `W` the recovery window,
-//!    the candidates are the whole seconds `t` with `r <= t < r + W`; one
-//!    *recovers* when it starts `W` healthy seconds before the horizon (or
-//!    is healthy through it, if at least half of `W` remains). The episode
-//!    **recovered** at its first recovering candidate; with none, it was
-//!    **still degraded** if most of the `W` seconds were degraded, and if
-//!    most were healthy (a stray slow second broke every streak) it
-//!    recovered at the first later second that starts one. It is
-//!    **undecided** otherwise (the horizon came too soon, the residue never
-//!    ended, or the seconds alternated up to the horizon). Health is judged
-//!    on the episode's own seconds: smoothing borrows neither from the
-//!    residue nor from the next trigger.
-//! 4. A still-degraded episode is **metastable** when the offered load of new
-//!    documents over its first `W` seconds after the residue was at or below
-//!    the baseline's (the plan's rate, exactly; counted arrivals within three
-//!    Poisson standard deviations) *and* a sustaining effect stood out
-//!    against the baseline over the degraded seconds ([`super::sustaining`]:
-//!    retries, internal retries, wasted GPU pages, slots held by waiters,
-//!    lost cache writes, a cold cache). With more load than the baseline it
-//!    is **overloaded** — plain overload, not a metastable failure; with no
-//!    sustaining effect it is **unexplained**: degraded (typically a latency
-//!    shift alone) but not a failure shown to sustain itself, so the variant
-//!    is inconclusive rather than metastable.
-//! 5. **The variant**: `stable` when no second from warm-up to the judged
-//!    end was degraded; else `metastable` if any episode was, else
-//!    `overloaded` if any episode was, else `inconclusive` if any was
-//!    unexplained; else the last episode decides:
-//!    `recovered` (seconds after its residue ended) or `inconclusive` (with
-//!    how much longer the run needed). `never healthy` without a baseline;
-//!    `no trigger` without any trigger.
+//! The rule is stated once, in words and with the configured numbers, in
+//! [`verdict_rule_text`] (`verdict/rule_text.rs`), which the report cites;
+//! keep the two in step. Here it is applied, in this order:
+//!
+//! - [`pre_trigger`]: the healthy baseline, and overload before any trigger;
+//! - [`episodes`]: overlapping triggers merged, each judged up to its horizon;
+//! - [`judge_episode`]: recovered, still degraded or undecided, from the residue's end;
+//! - [`judge_still_degraded`]: came back by itself (a slow recovery,
+//!   [`super::drain`]) or, degraded to the horizon, metastable, overloaded
+//!   or unexplained ([`super::sustaining`]);
+//! - [`variant_verdict`]: the variant's class from its episodes.
 
 use super::baseline::{self, Baseline, Health};
+use super::drain::SlowRecovery;
 use super::sustaining::SustainingEffect;
 use crate::model::{AnalysisConfig, EventKind, Second, TriggerSpan, VariantRun};
 use serde::{Deserialize, Serialize};
-
-/// The class of a variant, as the report and expectations name it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "verdict", rename_all = "snake_case")]
-pub enum Verdict {
-    /// The variant had no trigger: nothing to judge.
-    NoTrigger,
-    /// No degraded second after warm-up.
-    Stable,
-    /// Degraded only while a trigger or its residue was present; back to the
-    /// baseline `after_s` seconds after the last residue ended, after
-    /// `degraded_s` degraded seconds in all.
-    Recovered { after_s: f64, degraded_s: u32 },
-    /// Still degraded for the recovery window after a residue ended, at no
-    /// more than the baseline's load: the failure sustained itself.
-    Metastable {
-        /// When the residue ended (seconds).
-        residue_end_s: f64,
-        /// How long it stayed degraded after that (up to recovery or the horizon).
-        degraded_for_s: f64,
-        /// When it recovered after all (an operator's action, the load ending), if it did.
-        recovered_at_s: Option<f64>,
-        /// What kept it degraded, against the baseline.
-        sustaining: Box<SustainingEffect>,
-    },
-    /// Still degraded after a residue, but under more offered load than the baseline's.
-    Overloaded {
-        residue_end_s: f64,
-        offered_per_s: f64,
-        baseline_per_s: f64,
-    },
-    /// The run ended too soon after the residue (or the residue never ended).
-    Inconclusive {
-        reason: String,
-        /// Seconds more the run needed, when that can be said.
-        needed_s: Option<f64>,
-    },
-    /// Unhealthy or unmeasurable before the first trigger: no baseline to recover to.
-    NeverHealthy { reason: String },
-}
-
-/// The class names, as expectations write them (`verdict: metastable`).
-pub const VERDICT_CLASSES: &[&str] = &[
-    "stable",
-    "recovered",
-    "metastable",
-    "overloaded",
-    "inconclusive",
-    "never_healthy",
-    "no_trigger",
-];
-
-impl Verdict {
-    /// The class name (one of [`VERDICT_CLASSES`]).
-    pub fn class(&self) -> &'static str {
-        match self {
-            Verdict::NoTrigger => "no_trigger",
-            Verdict::Stable => "stable",
-            Verdict::Recovered { .. } => "recovered",
-            Verdict::Metastable { .. } => "metastable",
-            Verdict::Overloaded { .. } => "overloaded",
-            Verdict::Inconclusive { .. } => "inconclusive",
-            Verdict::NeverHealthy { .. } => "never_healthy",
-        }
-    }
-
-    /// Seconds from the residue's end to recovery, for a recovered variant.
-    pub fn recovered_after_s(&self) -> Option<f64> {
-        match self {
-            Verdict::Recovered { after_s, .. } => Some(*after_s),
-            _ => None,
-        }
-    }
-
-    /// Whether this is a bad outcome (a failure that outlived its trigger, or no health at all).
-    pub fn is_bad(&self) -> bool {
-        matches!(
-            self,
-            Verdict::Metastable { .. } | Verdict::Overloaded { .. } | Verdict::NeverHealthy { .. }
-        )
-    }
-
-    /// Short label, e.g. "recovered 2 s after the residue".
-    pub fn label(&self) -> String {
-        match self {
-            Verdict::NoTrigger => "no trigger".into(),
-            Verdict::Stable => "stable".into(),
-            Verdict::Recovered {
-                after_s,
-                degraded_s,
-            } => {
-                format!(
-                    "recovered {after_s:.0} s after the residue (degraded {degraded_s} s in all)"
-                )
-            }
-            Verdict::Metastable { degraded_for_s, .. } => {
-                format!("METASTABLE: degraded {degraded_for_s:.0} s after the residue")
-            }
-            Verdict::Overloaded { .. } => "overloaded (load above the baseline)".into(),
-            Verdict::Inconclusive {
-                needed_s: Some(n), ..
-            } => format!("inconclusive (needed at least {n:.0} s more)"),
-            Verdict::Inconclusive { .. } => "inconclusive".into(),
-            Verdict::NeverHealthy { .. } => "never healthy".into(),
-        }
-    }
-
-    /// The label with what it rests on, in one sentence.
-    pub fn explanation(&self) -> String {
-        match self {
-            Verdict::Metastable {
-                residue_end_s,
-                degraded_for_s,
-                recovered_at_s,
-                sustaining,
-            } => {
-                let end = match recovered_at_s {
-                    Some(t) => format!("until {t:.0} s"),
-                    None => "to the end of what was judged".into(),
-                };
-                format!(
-                    "still degraded {degraded_for_s:.0} s after the trigger's residue ended at \
-                     {residue_end_s:.1} s ({end}), at no more than the baseline's load; sustaining \
-                     effect over {}-{} s: {}",
-                    sustaining.from_s,
-                    sustaining.to_s,
-                    sustaining.summary()
-                )
-            }
-            Verdict::Overloaded {
-                residue_end_s,
-                offered_per_s,
-                baseline_per_s,
-            } => format!(
-                "degraded after the residue ended at {residue_end_s:.1} s, but {offered_per_s:.1} \
-                 new documents/s were offered against {baseline_per_s:.1}/s in the baseline: \
-                 plain overload, not a metastable failure"
-            ),
-            Verdict::Recovered {
-                after_s,
-                degraded_s,
-            } => format!(
-                "back to its baseline {after_s:.0} s after the last trigger's residue ended; \
-                 degraded {degraded_s} s in all, only while triggers or their residues were \
-                 present or right after"
-            ),
-            Verdict::Stable => {
-                "no degraded second after warm-up: the triggers did not move it off its baseline"
-                    .into()
-            }
-            Verdict::Inconclusive { reason, .. } | Verdict::NeverHealthy { reason } => {
-                format!("{}: {reason}", self.label())
-            }
-            other => other.label(),
-        }
-    }
-}
 
 /// How one episode ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -451,8 +272,9 @@ pub fn judge(v: &VariantRun, cfg: &AnalysisConfig) -> Judgement {
         };
     };
     let mut episodes = episodes(triggers, judged_end);
-    let b = match baseline::measure(&v.seconds, cfg, first) {
-        Ok(b) => b,
+    let window = cfg.recovery_window_s.max(1);
+    let (b, overloaded_before) = match pre_trigger::measure(&v.seconds, cfg, first, window) {
+        Ok(found) => found,
         Err(why) => {
             return Judgement {
                 verdict: Verdict::NeverHealthy {
@@ -464,15 +286,21 @@ pub fn judge(v: &VariantRun, cfg: &AnalysisConfig) -> Judgement {
             }
         }
     };
-    let window = cfg.recovery_window_s.max(1);
     let health = Health::classify(&v.seconds, &b, cfg.warmup_s, judged_end);
     for e in &mut episodes {
         e.outcome = judge_episode(e, &episode_health(v, &b, e), window);
     }
-    let verdict = if health.degraded_seconds() == 0 && judged_end > cfg.warmup_s {
+    let verdict = if let Some(o) = overloaded_before {
+        Verdict::Overloaded {
+            since_s: f64::from(o.since_s),
+            before_trigger: true,
+            offered_per_s: o.offered_per_s,
+            baseline_per_s: b.offered_per_s,
+        }
+    } else if health.degraded_seconds() == 0 && judged_end > cfg.warmup_s {
         Verdict::Stable
     } else {
-        variant_verdict(v, &b, &health, &episodes, window)
+        variant_verdict(v, &b, &health, &mut episodes, window)
     };
     Judgement {
         verdict,
@@ -482,72 +310,108 @@ pub fn judge(v: &VariantRun, cfg: &AnalysisConfig) -> Judgement {
     }
 }
 
-/// Rule 5, once the episodes are judged.
+/// The operator's action (its label) that came in `[from, to)`, if any.
+fn intervention(v: &VariantRun, from: f64, to: f64) -> Option<String> {
+    v.events
+        .iter()
+        .filter(|e| e.kind == EventKind::Action && e.at_s >= from && e.at_s < to)
+        .map(|e| e.label.clone())
+        .next()
+}
+
+/// Rules 4 and 5 for a still-degraded episode: `Ok` when it came back by
+/// itself (its outcome becomes the recovery), else what it was.
+fn judge_still_degraded(
+    v: &VariantRun,
+    b: &Baseline,
+    e: &mut Episode,
+    window: u32,
+) -> Result<(), Verdict> {
+    let r = e.residue_end_s.unwrap_or(e.start_s);
+    let from = whole(r.ceil());
+    let own = episode_health(v, b, e);
+    let recovered_at = own
+        .healthy_in(from, e.horizon_s)
+        .find(|&t| recovers(&own, t, e.horizon_s, window));
+    let ended_by = recovered_at.and_then(|t| intervention(v, e.start_s, f64::from(t)));
+    if let (Some(t), None) = (recovered_at, &ended_by) {
+        e.outcome = EpisodeOutcome::Recovered { at_s: t };
+        return Ok(());
+    }
+    let (ok, offered) = load_at_or_below_baseline(&v.seconds, b, from, from + window);
+    if !ok {
+        return Err(Verdict::Overloaded {
+            since_s: r,
+            before_trigger: false,
+            offered_per_s: offered,
+            baseline_per_s: b.offered_per_s,
+        });
+    }
+    let until = recovered_at.unwrap_or(e.horizon_s);
+    let degraded: Vec<&Second> = v
+        .seconds
+        .iter()
+        .filter(|s| s.t >= from && s.t < until)
+        .collect();
+    let sustaining = SustainingEffect::measure(&degraded, from, until, &b.effect);
+    let degraded_for_s = (f64::from(until) - r).max(0.0);
+    if sustaining.named.is_empty() {
+        // Degraded, but nothing measured keeps it so: a failure that
+        // sustains itself is not shown, so it is not called one.
+        return Err(Verdict::Inconclusive {
+            reason: format!(
+                "still degraded {degraded_for_s:.0} s after the trigger's residue ended at \
+                 {r:.1} s, at no more than the baseline's load, but {} over {from}-{until} s: \
+                 not a failure shown to sustain itself",
+                sustaining.summary()
+            ),
+            needed_s: None,
+        });
+    }
+    Err(Verdict::Metastable {
+        residue_end_s: r,
+        degraded_for_s,
+        recovered_at_s: recovered_at.map(f64::from),
+        ended_by,
+        sustaining: Box::new(sustaining),
+    })
+}
+
+/// Rule 6, once the episodes are judged (still-degraded ones that came
+/// back by themselves become recovered ones here).
 fn variant_verdict(
     v: &VariantRun,
     b: &Baseline,
     health: &Health,
-    episodes: &[Episode],
+    episodes: &mut [Episode],
     window: u32,
 ) -> Verdict {
-    let mut overloaded = None;
-    let mut unexplained = None;
+    let (mut metastable, mut overloaded, mut unexplained) = (None, None, None);
     for e in episodes
-        .iter()
+        .iter_mut()
         .filter(|e| e.outcome == EpisodeOutcome::StillDegraded)
     {
-        let r = e.residue_end_s.unwrap_or(e.start_s);
-        let from = whole(r.ceil());
-        let (ok, offered) = load_at_or_below_baseline(&v.seconds, b, from, from + window);
-        if !ok {
-            overloaded.get_or_insert(Verdict::Overloaded {
-                residue_end_s: r,
-                offered_per_s: offered,
-                baseline_per_s: b.offered_per_s,
-            });
-            continue;
+        match judge_still_degraded(v, b, e, window) {
+            Ok(()) => {}
+            Err(m @ Verdict::Metastable { .. }) => {
+                metastable.get_or_insert(m);
+            }
+            Err(o @ Verdict::Overloaded { .. }) => {
+                overloaded.get_or_insert(o);
+            }
+            Err(other) => {
+                unexplained.get_or_insert(other);
+            }
         }
-        // How long it stayed degraded: to a later recovery before the horizon, if any.
-        let own = episode_health(v, b, e);
-        let recovered_at = own
-            .healthy_in(from, e.horizon_s)
-            .find(|&t| recovers(&own, t, e.horizon_s, window));
-        let until = recovered_at.unwrap_or(e.horizon_s);
-        let degraded: Vec<&Second> = v
-            .seconds
-            .iter()
-            .filter(|s| s.t >= from && s.t < until)
-            .collect();
-        let sustaining = SustainingEffect::measure(&degraded, from, until, &b.effect);
-        let degraded_for_s = (f64::from(until) - r).max(0.0);
-        if sustaining.named.is_empty() {
-            // Degraded, but nothing measured keeps it so: a failure that
-            // sustains itself is not shown, so it is not called one.
-            unexplained.get_or_insert(Verdict::Inconclusive {
-                reason: format!(
-                    "still degraded {degraded_for_s:.0} s after the trigger's residue ended at \
-                     {r:.1} s, at no more than the baseline's load, but {} over {from}-{until} s: \
-                     not a failure shown to sustain itself",
-                    sustaining.summary()
-                ),
-                needed_s: None,
-            });
-            continue;
-        }
-        return Verdict::Metastable {
-            residue_end_s: r,
-            degraded_for_s,
-            recovered_at_s: recovered_at.map(f64::from),
-            sustaining: Box::new(sustaining),
-        };
     }
-    if let Some(o) = overloaded.or(unexplained) {
-        return o;
+    if let Some(found) = metastable.or(overloaded).or(unexplained) {
+        return found;
     }
     match episodes.last().map(|e| (&e.outcome, e.residue_end_s)) {
         Some((EpisodeOutcome::Recovered { at_s }, Some(r))) => Verdict::Recovered {
             after_s: (f64::from(*at_s) - r).max(0.0),
             degraded_s: health.degraded_seconds().min(u64::from(u32::MAX)) as u32,
+            slow: slowest_recovery(v, b, episodes, window),
         },
         Some((EpisodeOutcome::Undecided { reason, needed_s }, _)) => Verdict::Inconclusive {
             reason: reason.clone(),
@@ -560,6 +424,28 @@ fn variant_verdict(
     }
 }
 
+/// The recovered episode that took longest after its residue, when that
+/// was longer than the window, with what drained.
+fn slowest_recovery(
+    v: &VariantRun,
+    b: &Baseline,
+    episodes: &[Episode],
+    window: u32,
+) -> Option<Box<SlowRecovery>> {
+    episodes
+        .iter()
+        .filter_map(|e| match (&e.outcome, e.residue_end_s) {
+            (EpisodeOutcome::Recovered { at_s }, Some(r)) => Some((f64::from(*at_s) - r, *at_s, r)),
+            _ => None,
+        })
+        .filter(|(took, _, _)| *took > f64::from(window))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, at, r)| Box::new(SlowRecovery::measure(&v.seconds, b, r, at, window)))
+}
+
+mod classes;
+pub use classes::{Verdict, VERDICT_CLASSES};
+mod pre_trigger;
 mod rule_text;
 pub use rule_text::verdict_rule_text;
 mod seconds;
@@ -567,5 +453,7 @@ mod seconds;
 pub(crate) use seconds::one_trigger_run;
 pub use seconds::{second_roles, SecondRole};
 
+#[cfg(test)]
+mod recovery_tests;
 #[cfg(test)]
 mod tests;

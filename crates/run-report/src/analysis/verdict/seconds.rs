@@ -24,7 +24,8 @@ pub enum SecondRole {
     Residue,
     /// Judged after a residue, and healthy.
     Healthy,
-    /// Judged after a residue, and degraded.
+    /// Judged after a residue, and degraded; or before the first trigger,
+    /// degraded against the healthy seconds and left out of the baseline.
     Degraded,
     /// After the judged end (the drain after the load): not judged.
     Drain,
@@ -64,6 +65,9 @@ pub fn second_roles(
                 SecondRole::Drain
             } else if t < cfg.warmup_s {
                 SecondRole::Warmup
+            } else if t < first_start && b.excluded_s.binary_search(&t).is_ok() {
+                // Degraded against the healthy seconds, so left out of the baseline.
+                SecondRole::Degraded
             } else if t < first_start {
                 SecondRole::Baseline
             } else {

@@ -10,7 +10,7 @@ use crate::model::{EventKind, TimelineEvent};
 /// offered; each failed attempt is retried, so a second with `p` % failures
 /// sends `100 + 2p` attempts, and a stalled one 300 (the sustaining effect
 /// of a failing second: retries).
-fn seconds(points: &[(i64, f64)]) -> Vec<Second> {
+pub(super) fn seconds(points: &[(i64, f64)]) -> Vec<Second> {
     points
         .iter()
         .enumerate()
@@ -42,7 +42,7 @@ fn seconds(points: &[(i64, f64)]) -> Vec<Second> {
 }
 
 /// A trigger from `start` to `end` whose residue ends at `residue`.
-fn trigger(start: f64, end: f64, residue: Option<f64>) -> TriggerSpan {
+pub(super) fn trigger(start: f64, end: f64, residue: Option<f64>) -> TriggerSpan {
     TriggerSpan {
         label: format!("trigger at {start}"),
         start_s: start,
@@ -52,7 +52,7 @@ fn trigger(start: f64, end: f64, residue: Option<f64>) -> TriggerSpan {
     }
 }
 
-fn variant(points: &[(i64, f64)], triggers: Vec<TriggerSpan>) -> VariantRun {
+pub(super) fn variant(points: &[(i64, f64)], triggers: Vec<TriggerSpan>) -> VariantRun {
     VariantRun {
         name: "v".into(),
         seconds: seconds(points),
@@ -62,15 +62,15 @@ fn variant(points: &[(i64, f64)], triggers: Vec<TriggerSpan>) -> VariantRun {
 }
 
 /// `n` seconds of `(pct, p99)`.
-fn rep(n: usize, pct: i64, p99: f64) -> Vec<(i64, f64)> {
+pub(super) fn rep(n: usize, pct: i64, p99: f64) -> Vec<(i64, f64)> {
     vec![(pct, p99); n]
 }
 
-fn concat(parts: &[Vec<(i64, f64)>]) -> Vec<(i64, f64)> {
+pub(super) fn concat(parts: &[Vec<(i64, f64)>]) -> Vec<(i64, f64)> {
     parts.concat()
 }
 
-fn cfg() -> AnalysisConfig {
+pub(super) fn cfg() -> AnalysisConfig {
     AnalysisConfig {
         recovery_window_s: 10,
         warmup_s: 3,
@@ -78,7 +78,7 @@ fn cfg() -> AnalysisConfig {
     }
 }
 
-fn verdict(v: &VariantRun) -> Verdict {
+pub(super) fn verdict(v: &VariantRun) -> Verdict {
     judge(v, &cfg()).verdict
 }
 
@@ -95,9 +95,17 @@ fn recovered_is_counted_from_the_residue_not_the_trigger() {
     let pts = concat(&[rep(20, 1, 50.0), rep(22, 90, 900.0), rep(18, 1, 52.0)]);
     let v = variant(&pts, vec![trigger(20.0, 30.0, Some(36.0))]);
     assert_eq!(verdict(&v).recovered_after_s(), Some(6.0));
-    // Judged from the fault's end instead, the same series would be metastable.
+    // Judged from the fault's end instead, the same series would be a slow
+    // recovery of 12 s (it came back by itself, longer than the window).
     let v = variant(&pts, vec![trigger(20.0, 30.0, Some(30.0))]);
-    assert_eq!(verdict(&v).class(), "metastable");
+    match verdict(&v) {
+        Verdict::Recovered {
+            after_s,
+            slow: Some(slow),
+            ..
+        } => assert_eq!((after_s, slow.took_s), (12.0, 12.0)),
+        other => panic!("expected a slow recovery, got {other:?}"),
+    }
 }
 
 #[test]
@@ -131,6 +139,7 @@ fn metastable_names_its_sustaining_effect() {
             degraded_for_s,
             recovered_at_s,
             sustaining,
+            ..
         } => {
             assert_eq!(residue_end_s, 25.0);
             assert_eq!(degraded_for_s, 35.0);
@@ -156,7 +165,15 @@ fn metastable_names_its_sustaining_effect() {
 #[test]
 fn metastable_then_ended_by_an_operator_says_how_long_and_when() {
     let pts = concat(&[rep(20, 1, 50.0), rep(30, 90, 900.0), rep(20, 1, 50.0)]);
-    let v = variant(&pts, vec![trigger(20.0, 30.0, Some(30.0))]);
+    let mut v = variant(&pts, vec![trigger(20.0, 30.0, Some(30.0))]);
+    v.events.push(TimelineEvent {
+        at_s: 48.0,
+        end_s: None,
+        kind: EventKind::Action,
+        label: "operators restart the pool".into(),
+        ok: true,
+        detail: String::new(),
+    });
     let j = judge(&v, &cfg());
     match &j.verdict {
         Verdict::Metastable {
@@ -169,7 +186,11 @@ fn metastable_then_ended_by_an_operator_says_how_long_and_when() {
         }
         other => panic!("expected metastable, got {other:?}"),
     }
-    assert!(j.verdict.explanation().contains("until 50 s"));
+    let text = j.verdict.explanation();
+    assert!(
+        text.contains("until 50 s, after \"operators restart the pool\""),
+        "{text}"
+    );
 }
 
 #[test]
@@ -498,7 +519,14 @@ fn stalled_seconds_are_degraded() {
         rep(5, 1, 50.0),
     ]);
     let v = variant(&pts, vec![trigger(20.0, 30.0, Some(30.0))]);
-    assert_eq!(verdict(&v).class(), "metastable");
+    // Nothing completed from 30 s to 60 s: degraded, so the recovery that
+    // came by itself at 60 s took 30 s.
+    match verdict(&v) {
+        Verdict::Recovered {
+            slow: Some(slow), ..
+        } => assert_eq!(slow.took_s, 30.0),
+        other => panic!("expected a slow recovery, got {other:?}"),
+    }
 }
 
 #[test]
@@ -553,6 +581,7 @@ fn verdict_serializes_with_its_class_as_a_tag() {
     let j = serde_json::to_value(Verdict::Recovered {
         after_s: 4.0,
         degraded_s: 9,
+        slow: None,
     })
     .unwrap();
     assert_eq!(
