@@ -404,11 +404,25 @@ fn agent(args: harness::agent::AgentArgs) -> ExitCode {
 fn report(dir: &std::path::Path, with: Option<&std::path::Path>, quiet: bool) -> ExitCode {
     let mut run = match run_report::read_run(dir) {
         Ok(r) => r,
-        Err(e) => {
+        Err(e @ run_report::ReportError::Io { .. }) => {
             eprintln!("error: {e} (a report directory written by this harness holds run.json)");
             return ExitCode::from(2);
         }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
     };
+    if run.schema < run_report::RUN_SCHEMA {
+        eprintln!(
+            "note: {} was recorded with run schema {} (this harness writes {}): judged again \
+             with the current rule; what it did not record is not judged, and the report says \
+             so (e.g. latency without per-second latency counts)",
+            dir.join("run.json").display(),
+            run.schema,
+            run_report::RUN_SCHEMA
+        );
+    }
     if let Some(file) = with {
         let exp = match load(file, run.quick, None) {
             Ok(e) => e,

@@ -135,6 +135,7 @@ pub async fn run(
 
     let run_id = crate::run_id::run_id(started_at, exp.seed);
     let run = RunData {
+        schema: run_report::RUN_SCHEMA,
         experiment: exp.name.clone(),
         description: exp.description.clone(),
         run_id: run_id.clone(),

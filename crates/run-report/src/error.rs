@@ -26,6 +26,9 @@ pub enum ReportError {
         chart: &'static str,
         message: String,
     },
+    /// A recorded run.json that cannot be judged again.
+    #[error("cannot judge {path} again: {why}")]
+    Recorded { path: PathBuf, why: String },
     /// summary.json could not be serialised.
     #[error("serialising summary.json: {0}")]
     Json(#[from] serde_json::Error),

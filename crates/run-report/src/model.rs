@@ -7,9 +7,22 @@ use crate::latency_counts::LatencyCounts;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The version of [`RunData`] this crate writes. A run recorded with an
+/// older one is judged again with the current rule (what it lacks, such as
+/// per-second latency counts, is then not judged, and the report says so);
+/// a newer one is refused ([`crate::read_run`]).
+///
+/// - 0: before versioning (up to 2026-12-04);
+/// - 1: load spikes' extra arrivals in the triggers' residues, a GPU that
+///   keeps its modeled pace, the healthy-seconds baseline.
+pub const RUN_SCHEMA: u32 = 1;
+
 /// One experiment run: every variant, plus what is needed to explain it.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct RunData {
+    /// [`RUN_SCHEMA`] when it was recorded (0: before versioning).
+    #[serde(default)]
+    pub schema: u32,
     pub experiment: String,
     pub description: String,
     /// Unique per run, e.g. `20261130T051500Z-seed42`.

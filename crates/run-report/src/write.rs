@@ -10,7 +10,7 @@ use crate::csv::timeseries_csv;
 use crate::error::ReportError;
 use crate::html::render_html;
 use crate::junit::junit_xml;
-use crate::model::RunData;
+use crate::model::{RunData, RUN_SCHEMA};
 use crate::summary::summary_json;
 use std::fs;
 use std::io::Write;
@@ -32,10 +32,29 @@ pub const REPORT_FILES: &[&str] = &[
 
 /// The recorded run a report was made from: `run.json` in the report
 /// directory, so the analysis can be run again on it (`harness report DIR`).
+/// A run of an older schema is read and judged with the current rule; one
+/// of a newer schema, or one that no longer parses, is refused with why.
 pub fn read_run(dir: &Path) -> Result<RunData, ReportError> {
     let path = dir.join("run.json");
     let text = fs::read_to_string(&path).map_err(io("reading", &path))?;
-    Ok(serde_json::from_str(&text)?)
+    let unreadable = |why: String| ReportError::Recorded {
+        path: path.clone(),
+        why,
+    };
+    let run: RunData = serde_json::from_str(&text).map_err(|e| {
+        unreadable(format!(
+            "it does not parse as a run of schema {RUN_SCHEMA} or older ({e}); run the \
+             experiment again with this harness"
+        ))
+    })?;
+    if run.schema > RUN_SCHEMA {
+        return Err(unreadable(format!(
+            "it was recorded with run schema {}, newer than this harness's {RUN_SCHEMA}; \
+             judge it with the harness that recorded it",
+            run.schema
+        )));
+    }
+    Ok(run)
 }
 
 fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ReportError {
@@ -112,4 +131,39 @@ pub fn write_report(
     ];
     let files: Vec<(&str, &[u8])> = REPORT_FILES.iter().copied().zip(contents).collect();
     write_files(dir, &files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recorded(json: &str) -> Result<RunData, ReportError> {
+        let dir = std::env::temp_dir().join(format!(
+            "run-report-read-{}-{}",
+            std::process::id(),
+            json.len()
+        ));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("run.json"), json).unwrap();
+        let run = read_run(&dir);
+        fs::remove_dir_all(&dir).unwrap();
+        run
+    }
+
+    #[test]
+    fn a_run_of_the_old_schema_is_read_and_a_newer_one_refused() {
+        let mut run = RunData::default();
+        let mut old = serde_json::to_value(&run).unwrap();
+        old.as_object_mut().unwrap().remove("schema");
+        let read = recorded(&old.to_string()).expect("an unversioned run.json is read");
+        assert_eq!(read.schema, 0);
+        run.schema = RUN_SCHEMA + 1;
+        let newer = recorded(&serde_json::to_string(&run).unwrap()).unwrap_err();
+        assert!(
+            newer.to_string().contains("newer than this harness"),
+            "{newer}"
+        );
+        let broken = recorded("{\"variants\": 3}").unwrap_err().to_string();
+        assert!(broken.contains("cannot judge") && broken.contains("run the experiment again"));
+    }
 }
