@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Runs experiments over several seeds and prints one line per run:
+# Runs experiments over several seeds and prints one line per run, with each
+# variant's verdict, waves and peak failure ratio (from its summary.json):
 #   ci/seeds.sh [--quick] [--release] [EXPERIMENT.yaml ...]   (default: every experiments/*.yaml)
-# SEEDS="1 2 3 4 5" by default; OUT (default /tmp/seed-reports) holds the reports.
+# SEEDS="1 2 3 4 5" by default; OUT (default /tmp/seed-reports) holds the
+# reports and one log per run; JOBS (default 1) runs that many at once: a
+# variant mostly waits on modeled time, so several share a machine (watch
+# each report's harness-cost panel for a late schedule).
 # Exits 1 if any run failed an expectation, 2 on a setup error.
 set -u
 cd "$(dirname "$0")/.."
@@ -18,26 +22,49 @@ done
 [ ${#files[@]} -gt 0 ] || files=(experiments/*.yaml)
 seeds=${SEEDS:-"1 2 3 4 5"}
 out=${OUT:-/tmp/seed-reports}
-mkdir -p "$out" "$(dirname "$out")" || exit 2
+jobs=${JOBS:-1}
+mkdir -p "$out" || exit 2
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 # The workspace, as the tests build it: `-p harness` alone unifies features
 # differently and rebuilds most dependencies.
 build=(-q -j2 --workspace)
 [ "$profile" = release ] && build+=(--release)
 cargo build "${build[@]}" || exit 2
-harness="${CARGO_TARGET_DIR:-target}/$profile/harness"
+export harness="${CARGO_TARGET_DIR:-target}/$profile/harness" quick out
+
+# One run: prints "PASS|FAIL(rc) FILE seed N: variant=verdict (waves, peak) ...".
+run_one() {
+  local f=$1 s=$2 log rc dir line
+  log="$out/$(basename "$f" .yaml)-seed$s.log"
+  "$harness" "$f" $quick --seed "$s" --quiet --out "$out" >"$log" 2>&1
+  rc=$?
+  dir=$(sed -n 's/^report: \(.*\)\/index.html$/\1/p' "$log" | tail -n 1)
+  line=$(python3 - "$dir/summary.json" <<'EOF' 2>/dev/null
+import json, sys
+s = json.load(open(sys.argv[1]))
+print(" ".join(
+    f"{v['name']}={v['verdict']['verdict']}"
+    f"(waves {len(v['waves'])}, peak {v['metrics'].get('peak_failure_ratio') or 0:.2f}"
+    + (f", slow {v['verdict']['slow']['took_s']:.0f} s" if v['verdict'].get('slow') else "")
+    + ")"
+    for v in s["variants"]))
+EOF
+)
+  if [ $rc -eq 0 ]; then echo "PASS $f seed $s: $line"; else
+    echo "FAIL($rc) $f seed $s: $line $(grep -E '\[FAIL\]|error' "$log" | head -3 | tr '\n' ' ')"
+  fi
+  return $rc
+}
+export -f run_one
+
+results="$out/results.txt"
+: >"$results"
+for f in "${files[@]}"; do for s in $seeds; do echo "$f $s"; done; done |
+  xargs -P "$jobs" -n 2 bash -c 'run_one "$0" "$1"' | tee -a "$results"
 worst=0
+grep -q '^FAIL(2)' "$results" && worst=2
+[ $worst -eq 0 ] && grep -q '^FAIL' "$results" && worst=1
 for f in "${files[@]}"; do
-  pass=0; n=0
-  for s in $seeds; do
-    "$harness" "$f" $quick --seed "$s" --quiet --out "$out" >"$out.log" 2>&1
-    rc=$?
-    n=$((n + 1))
-    if [ $rc -eq 0 ]; then pass=$((pass + 1)); echo "PASS $f seed $s"; else
-      echo "FAIL($rc) $f seed $s: $(grep -E 'FAIL|error' "$out.log" | head -3 | tr '\n' ' ')"
-      [ $rc -gt $worst ] && worst=$rc
-    fi
-  done
-  echo "== $f: $pass/$n seeds pass"
+  echo "== $f: $(grep -c "^PASS $f " "$results")/$(grep -c " $f seed " "$results") seeds pass"
 done
 exit $worst
