@@ -179,7 +179,7 @@ pub async fn run(
                 TimelineEvent {
                     at_s: actual,
                     end_s: None,
-                    kind: EventKind::Action,
+                    kind: EventKind::FaultUndone,
                     label: format!("end: {label}"),
                     ok,
                     detail,

@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 ///
 /// - 0: before versioning (up to 2026-12-04);
 /// - 1: load spikes' extra arrivals in the triggers' residues, a GPU that
-///   keeps its modeled pace, the healthy-seconds baseline.
+///   keeps its modeled pace; a fault's undoing is `EventKind::FaultUndone`
+///   (0 recorded it as an `Action` labelled "end: ...", and is read so).
 pub const RUN_SCHEMA: u32 = 1;
 
 /// One experiment run: every variant, plus what is needed to explain it.
@@ -439,6 +440,9 @@ pub enum EventKind {
     Fault,
     /// An operator's mitigation.
     Action,
+    /// A fault undone by the harness at the end of its duration: part of the
+    /// trigger, not an intervention (a recovery after it is the system's own).
+    FaultUndone,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]

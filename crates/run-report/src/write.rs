@@ -10,7 +10,7 @@ use crate::csv::timeseries_csv;
 use crate::error::ReportError;
 use crate::html::render_html;
 use crate::junit::junit_xml;
-use crate::model::{RunData, RUN_SCHEMA};
+use crate::model::{EventKind, RunData, RUN_SCHEMA};
 use crate::summary::summary_json;
 use std::fs;
 use std::io::Write;
@@ -47,6 +47,10 @@ pub fn read_run(dir: &Path) -> Result<RunData, ReportError> {
              experiment again with this harness"
         ))
     })?;
+    let mut run = run;
+    if run.schema == 0 {
+        from_schema_0(&mut run);
+    }
     if run.schema > RUN_SCHEMA {
         return Err(unreadable(format!(
             "it was recorded with run schema {}, newer than this harness's {RUN_SCHEMA}; \
@@ -55,6 +59,16 @@ pub fn read_run(dir: &Path) -> Result<RunData, ReportError> {
         )));
     }
     Ok(run)
+}
+
+/// Schema 0 recorded a fault's undoing as an operator's action labelled
+/// "end: <fault>"; the verdict must not take it for an intervention.
+fn from_schema_0(run: &mut RunData) {
+    for e in run.variants.iter_mut().flat_map(|v| v.events.iter_mut()) {
+        if e.kind == EventKind::Action && e.label.starts_with("end: ") {
+            e.kind = EventKind::FaultUndone;
+        }
+    }
 }
 
 fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ReportError {
@@ -152,11 +166,27 @@ mod tests {
 
     #[test]
     fn a_run_of_the_old_schema_is_read_and_a_newer_one_refused() {
-        let mut run = RunData::default();
+        let undone = |kind| crate::model::TimelineEvent {
+            at_s: 25.0,
+            end_s: None,
+            kind,
+            label: "end: GPU at 0.3 speed".into(),
+            ok: true,
+            detail: String::new(),
+        };
+        let mut run = RunData {
+            variants: vec![crate::model::VariantRun {
+                events: vec![undone(EventKind::Action)],
+                ..Default::default()
+            }],
+            ..RunData::default()
+        };
         let mut old = serde_json::to_value(&run).unwrap();
         old.as_object_mut().unwrap().remove("schema");
         let read = recorded(&old.to_string()).expect("an unversioned run.json is read");
         assert_eq!(read.schema, 0);
+        // Its fault undone at the end of a duration is not an operator's action.
+        assert_eq!(read.variants[0].events[0].kind, EventKind::FaultUndone);
         run.schema = RUN_SCHEMA + 1;
         let newer = recorded(&serde_json::to_string(&run).unwrap()).unwrap_err();
         assert!(

@@ -294,8 +294,9 @@ pub fn judge(v: &VariantRun, cfg: &AnalysisConfig) -> Judgement {
         Verdict::Overloaded {
             since_s: f64::from(o.since_s),
             before_trigger: true,
+            load_step_at_s: o.load_step_at_s.map(f64::from),
             offered_per_s: o.offered_per_s,
-            baseline_per_s: b.offered_per_s,
+            baseline_per_s: o.healthy_per_s,
         }
     } else if health.degraded_seconds() == 0 && judged_end > cfg.warmup_s {
         Verdict::Stable
@@ -311,6 +312,8 @@ pub fn judge(v: &VariantRun, cfg: &AnalysisConfig) -> Judgement {
 }
 
 /// The operator's action (its label) that came in `[from, to)`, if any.
+/// (A fault undone at the end of its duration is [`EventKind::FaultUndone`],
+/// part of the trigger: a recovery after it is the system's own.)
 fn intervention(v: &VariantRun, from: f64, to: f64) -> Option<String> {
     v.events
         .iter()
@@ -343,6 +346,7 @@ fn judge_still_degraded(
         return Err(Verdict::Overloaded {
             since_s: r,
             before_trigger: false,
+            load_step_at_s: None,
             offered_per_s: offered,
             baseline_per_s: b.offered_per_s,
         });

@@ -218,7 +218,7 @@ where
         .filter(|e| e.at_s.is_finite() && e.at_s <= t_max);
     for (i, e) in events.enumerate() {
         let color = match e.kind {
-            EventKind::Fault => FAULT,
+            EventKind::Fault | EventKind::FaultUndone => FAULT,
             EventKind::Action => ACTION,
         };
         let x0 = e.at_s.max(0.0);

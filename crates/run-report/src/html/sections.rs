@@ -410,6 +410,7 @@ pub fn timeline(h: &mut String, run: &RunData) {
             let kind = match e.kind {
                 EventKind::Fault => "<span class=\"fail\">fault</span>",
                 EventKind::Action => "<span class=\"pass\">action</span>",
+                EventKind::FaultUndone => "fault undone",
             };
             row(
                 h,

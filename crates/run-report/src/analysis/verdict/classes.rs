@@ -50,7 +50,11 @@ pub enum Verdict {
         /// Degraded before any trigger: no trigger can be blamed.
         #[serde(default)]
         before_trigger: bool,
+        /// Before the trigger: the planned step up that led into it, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        load_step_at_s: Option<f64>,
         offered_per_s: f64,
+        /// The load it was healthy at (before the step, if there was one).
         baseline_per_s: f64,
     },
     /// The run ended too soon after the residue (or the residue never ended).
@@ -165,13 +169,20 @@ impl Verdict {
             Verdict::Overloaded {
                 since_s,
                 before_trigger: true,
+                load_step_at_s,
                 offered_per_s,
                 baseline_per_s,
-            } => format!(
-                "already degraded from {since_s:.0} s up to the first trigger, at {offered_per_s:.1} \
-                 new documents/s offered (healthy at {baseline_per_s:.1}/s): the variant was \
-                 overloaded at its offered load before any trigger, so no trigger can be blamed"
-            ),
+            } => {
+                let step = load_step_at_s
+                    .map(|t| format!(" after the load stepped up at {t:.0} s"))
+                    .unwrap_or_default();
+                format!(
+                    "already degraded from {since_s:.0} s{step} up to the first trigger, at \
+                     {offered_per_s:.1} new documents/s offered (healthy at {baseline_per_s:.1}/s): \
+                     the variant was overloaded at its offered load before any trigger, so no \
+                     trigger can be blamed"
+                )
+            }
             Verdict::Overloaded {
                 since_s,
                 offered_per_s,

@@ -16,10 +16,14 @@
 //!    [`Baseline::excluded_s`].
 //!
 //! The variant was **overloaded before its first trigger** when most of the
-//! last ceil(W/2) seconds before it were degraded against that baseline (W
-//! the recovery window): degraded after warm-up and after any load step,
-//! at the load it carried when the trigger came. A transient after a step
-//! that settled before the trigger is not overload.
+//! last W seconds before it (W the recovery window, the time scale on which
+//! the verdict calls a state sustained) were degraded against that
+//! baseline: degraded after warm-up and after any load step, at the load it
+//! carried when the trigger came. A transient after a step that settled
+//! before the trigger is not overload, and neither is a 2-s latency blip
+//! just before it. When the planned rate stepped up to the overload's rate
+//! shortly before it began, the verdict names that step and the load the
+//! system was healthy at before it.
 
 use crate::analysis::baseline::{self, Baseline, Health, NoBaseline};
 use crate::model::{AnalysisConfig, Second};
@@ -34,6 +38,11 @@ const MAX_PASSES: usize = 5;
 pub(super) struct PreTriggerOverload {
     pub since_s: u32,
     pub offered_per_s: f64,
+    /// The planned step up to that load, when one led into the overload.
+    pub load_step_at_s: Option<u32>,
+    /// The load the system was healthy at: before that step, if there was
+    /// one, else the baseline's.
+    pub healthy_per_s: f64,
 }
 
 /// The healthy baseline before `first`, and whether the variant was already
@@ -74,32 +83,70 @@ pub(super) fn measure(
         .map(|s| s.t)
         .filter(|&t| t >= cfg.warmup_s && t < end && !health.is_healthy(t))
         .collect();
-    let overload = overloaded_since(&health, cfg.warmup_s, end, window).map(|since| {
-        let inside: Vec<&Second> = seconds
-            .iter()
-            .filter(|s| s.t >= since && s.t < end)
-            .collect();
-        let offered = series::mean_finite(
-            inside
-                .iter()
-                .map(|s| baseline::offered(s, b.offered_is_planned)),
-        )
-        .unwrap_or(0.0);
-        PreTriggerOverload {
-            since_s: since,
-            offered_per_s: offered,
-        }
-    });
+    let overload = overloaded_since(&health, cfg.warmup_s, end, window)
+        .map(|since| describe(seconds, &b, &health, since, end));
     Ok((b, overload))
 }
 
+/// The overload from `since` to `end`: its load, and the step that led into it.
+fn describe(
+    seconds: &[Second],
+    b: &Baseline,
+    health: &Health,
+    since: u32,
+    end: u32,
+) -> PreTriggerOverload {
+    let rate = |from: u32, to: u32| {
+        series::mean_finite(
+            seconds
+                .iter()
+                .filter(|s| s.t >= from && s.t < to)
+                .map(|s| baseline::offered(s, b.offered_is_planned)),
+        )
+    };
+    let offered_per_s = rate(since, end).unwrap_or(0.0);
+    // The planned rate held since the last change at or before `since`.
+    let planned: std::collections::BTreeMap<u32, f64> = seconds
+        .iter()
+        .filter(|s| b.offered_is_planned && s.t <= since)
+        .map(|s| (s.t, s.offered_rate))
+        .collect();
+    let at_since = planned.get(&since).copied();
+    let step = at_since.and_then(|r| {
+        let start = planned
+            .iter()
+            .rev()
+            .take_while(|(_, x)| (*x - r).abs() <= 1e-9 * r.abs().max(1.0))
+            .last()
+            .map(|(t, _)| *t)?;
+        let before = planned.range(..start).next_back().map(|(_, x)| *x)?;
+        (before < r).then_some(start)
+    });
+    let healthy_per_s = step
+        .and_then(|t| {
+            let healthy_before: Vec<f64> = seconds
+                .iter()
+                .filter(|s| s.t < t && health.is_healthy(s.t))
+                .map(|s| baseline::offered(s, true))
+                .collect();
+            healthy_before.into_iter().reduce(f64::max)
+        })
+        .unwrap_or(b.offered_per_s);
+    PreTriggerOverload {
+        since_s: since,
+        offered_per_s,
+        load_step_at_s: step,
+        healthy_per_s,
+    }
+}
+
 /// The first second of the degraded stretch that runs into `end`, when most
-/// of the last ceil(W/2) seconds before `end` (from `from` on) were
-/// degraded; the stretch goes back to the last healthy streak of ceil(W/2)
-/// seconds (a healthy blip inside it does not end it).
+/// of the last W seconds before `end` (from `from` on) were degraded; the
+/// stretch goes back to the last healthy streak of ceil(W/2) seconds (a
+/// healthy blip inside it does not end it).
 fn overloaded_since(health: &Health, from: u32, end: u32, window: u32) -> Option<u32> {
     let k = window.div_ceil(2).max(1);
-    let tail = end.saturating_sub(k).max(from)..end;
+    let tail = end.saturating_sub(window.max(1)).max(from)..end;
     let len = tail.len() as u32;
     let degraded = tail.clone().filter(|&t| !health.is_healthy(t)).count() as u32;
     if len == 0 || 2 * degraded <= len {

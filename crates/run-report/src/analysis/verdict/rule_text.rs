@@ -20,7 +20,7 @@ pub fn verdict_rule_text(cfg: &AnalysisConfig) -> String {
          failed of the n attempts of the 3 seconds around it) or for one isolated second \
          (3-second median ratio within L), and its attempts are no slower by the same test, with \
          {slow:.0} % for L (slow: above max(baseline p95 x {f}, baseline p95 + {ps:.0} ms)). \
-         Degraded in most of the last {half} s before the first trigger: OVERLOADED before any \
+         Degraded in most of the last {w} s before the first trigger: OVERLOADED before any \
          trigger, at the load it carried. A trigger is over when its fault is undone and the work \
          it injected has left the system (its residue: injected documents, a load spike's extra \
          arrivals included, done, each of their pages computed once); overlapping triggers form \
@@ -31,7 +31,7 @@ pub fn verdict_rule_text(cfg: &AnalysisConfig) -> String {
          healthy ones; if most were degraded and it later came back by itself before the \
          horizon (no operator action in between), it RECOVERED slowly, and the report says how \
          long and what drained; if it stayed degraded to the horizon (or until an operator \
-         acted): METASTABLE when the offered load over the {w} s after the residue was at most \
+         acted, a fault's own end not counting): METASTABLE when the offered load over the {w} s after the residue was at most \
          the baseline's and a sustaining effect (retries, internal retries, wasted GPU pages, \
          slots held by waiters, lost cache writes, a cold cache) stood out against the baseline, \
          OVERLOADED when the load was higher. STABLE: no degraded second at all. INCONCLUSIVE: \
