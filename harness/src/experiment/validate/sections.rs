@@ -222,12 +222,12 @@ fn rate(
     }
 }
 
-/// The workload, and the load spikes its trigger steps imply (see `spike.rs`).
-pub(super) fn workload(
+/// The arrival profile, and the load spikes its trigger steps imply (see `spike.rs`).
+fn arrival(
     cx: &Ctx,
     w: &RawWorkload,
     duration: Duration,
-) -> Result<(Workload, Vec<super::spike::Implied>), ExperimentError> {
+) -> Result<(Arrival, Vec<super::spike::Implied>), ExperimentError> {
     let at = &w.arrival.referenced;
     let mut implied = Vec::new();
     let arrival = match &w.arrival.value {
@@ -274,6 +274,16 @@ pub(super) fn workload(
             Arrival::Steps(profile)
         }
     };
+    Ok((arrival, implied))
+}
+
+/// The workload, and the load spikes its trigger steps imply (see `spike.rs`).
+pub(super) fn workload(
+    cx: &Ctx,
+    w: &RawWorkload,
+    duration: Duration,
+) -> Result<(Workload, Vec<super::spike::Implied>), ExperimentError> {
+    let (arrival, implied) = arrival(cx, w, duration)?;
     let pages = w.documents.pages.value;
     let pat = &w.documents.pages.referenced;
     match pages {

@@ -260,11 +260,13 @@ fn entry_duration(
         return Ok(());
     };
     if d.is_zero() {
-        return Err(cx.err(
-            at_loc,
-            field,
-            "must be longer than 0s (leave it out for a fault that lasts)",
-        ));
+        let why = match lasting(op) {
+            Lasting::Required => "must be longer than 0s: how long the extra arrivals last",
+            Lasting::Allowed | Lasting::Refused => {
+                "must be longer than 0s (leave it out for a fault that lasts)"
+            }
+        };
+        return Err(cx.err(at_loc, field, why));
     }
     if lasting(op) == Lasting::Refused {
         return Err(cx.err(at_loc, field, "only zone_fail, zone_outage, set_gpu_speed, stop_allocations, throttle (undone at its end) and load_spike (its extra arrivals last for it) can have a duration"));
