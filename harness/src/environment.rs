@@ -7,7 +7,7 @@
 //! `external` drives a URL given in the experiment and changes nothing there
 //! except through its admin API.
 
-use crate::experiment::{Arrival, Environment, Experiment, Rate, Variant};
+use crate::experiment::{Arrival, Environment, Experiment, LoadSpike, Rate, TimelineOp, Variant};
 use crate::runner::Capacity;
 use anyhow::Context;
 use gpu_executor::PageExecutor;
@@ -124,10 +124,15 @@ pub fn calibrate(
         Arrival::Constant(r) => uses_capacity(r),
         Arrival::Ramp { from, to } => uses_capacity(from) || uses_capacity(to),
         Arrival::Steps(s) => s.iter().any(|(_, r)| uses_capacity(r)),
-    };
+    } || exp.timeline.iter().any(|e| match &e.op {
+        TimelineOp::LoadSpike(LoadSpike::Extra(r)) => uses_capacity(r),
+        TimelineOp::LoadSpike(LoadSpike::Factor(_))
+        | TimelineOp::Admin(_)
+        | TimelineOp::OversizedDocuments(_) => false,
+    });
     let Some(executor) = executor else {
         if relative {
-            anyhow::bail!("arrival rates relative to capacity need the embedded environment; give `rate:` in documents/s for an external target");
+            anyhow::bail!("arrival rates relative to capacity need the embedded environment; give `rate:` (a load spike `extra_rate:`) in documents/s for an external target");
         }
         return Ok(Capacity {
             pages_per_sec: 0.0,

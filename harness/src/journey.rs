@@ -176,7 +176,7 @@ pub async fn run(ctx: Arc<JourneyContext>, doc: Document, planned: Instant) {
     if end == JourneyEnd::Pending {
         ctx.recorder.pending();
     }
-    ctx.recorder.journey_ended(doc.id, end);
+    ctx.recorder.journey_ended(doc.id, doc.planned, end);
 }
 
 /// Runs the journey; `Pending` means the variant ended first (counted by the caller).

@@ -33,6 +33,7 @@ pub mod residue;
 pub mod run_id;
 pub mod runner;
 pub mod scrape;
+pub mod spike;
 pub mod stdout_to_log;
 pub mod sweep;
 pub mod threshold;

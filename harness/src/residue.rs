@@ -6,7 +6,8 @@
 //! not told). So a trigger is over when its fault is undone *and* the work it
 //! injected has left the system:
 //!
-//! - injected documents: every journey ended (completed, given up or cut
+//! - injected documents (oversized documents, a load spike's extra
+//!   arrivals): every journey ended (completed, given up or cut
 //!   off) and the system reports that each of their pages has been computed
 //!   once, or that no job of theirs is open any more (cancelled, failed,
 //!   never admitted) ([`sut::WORK_PATH`]). Recomputing them afterwards is
@@ -26,6 +27,7 @@
 use crate::experiment::{Experiment, TimelineOp};
 use crate::recorder::Recorder;
 use crate::timeline::AdminApi;
+use crate::workload::Document;
 use run_report::TriggerSpan;
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,12 +44,35 @@ pub struct Watched {
     pub at: Duration,
     /// When its fault is undone (None: never, for a fault without a duration).
     pub undone: Option<Duration>,
-    /// The documents it injected, with their pages (empty for faults that inject none).
-    pub documents: Vec<DocumentRef>,
+    /// The documents it injected, with their pages and planned times
+    /// (empty for faults that inject none).
+    pub documents: Vec<Document>,
 }
 
-/// The triggers of `exp` that apply to `variant`, with the documents they inject.
-pub fn plan(exp: &Experiment, variant: &str) -> Vec<Watched> {
+impl Watched {
+    /// Its journeys as the recorder knows them: id and planned time (a
+    /// population's member may also be drawn by the regular traffic).
+    fn journeys(&self) -> Vec<(u64, Duration)> {
+        self.documents.iter().map(|d| (d.id, d.planned)).collect()
+    }
+
+    /// What to ask the system about: each document once, with its pages.
+    fn refs(&self) -> Vec<DocumentRef> {
+        let mut seen = std::collections::HashSet::new();
+        self.documents
+            .iter()
+            .filter(|d| seen.insert(d.id))
+            .map(|d| DocumentRef {
+                id: d.id,
+                pages: d.pages,
+            })
+            .collect()
+    }
+}
+
+/// The triggers of `exp` that apply to `variant`, with the documents they
+/// inject (a load spike's at `capacity_docs_per_sec`, documents/s of one pool).
+pub fn plan(exp: &Experiment, variant: &str, capacity_docs_per_sec: f64) -> Vec<Watched> {
     exp.timeline
         .iter()
         .enumerate()
@@ -57,15 +82,14 @@ pub fn plan(exp: &Experiment, variant: &str) -> Vec<Watched> {
                 TimelineOp::OversizedDocuments(o) => {
                     let docs = crate::workload::oversized(exp.seed, i, e.at, o);
                     let last = docs.iter().map(|d| d.planned).max().unwrap_or(e.at);
-                    let refs = docs
-                        .into_iter()
-                        .map(|d| DocumentRef {
-                            id: d.id,
-                            pages: d.pages,
-                        })
-                        .collect();
-                    (refs, Some(last))
+                    (docs, Some(last))
                 }
+                // Over once its extra arrivals stopped and every one of
+                // them left the system, like oversized documents.
+                TimelineOp::LoadSpike(_) => (
+                    crate::spike::documents(exp, i, capacity_docs_per_sec),
+                    Some(e.at + e.duration.unwrap_or_default()),
+                ),
                 // A cache emptied is done at once; what it left is judged
                 // on the hit ratio afterwards (cache_residues).
                 TimelineOp::Admin(c) if is_cache_emptying(c) => (Vec::new(), Some(e.at)),
@@ -230,7 +254,7 @@ pub async fn watch(
     done: impl std::future::Future<Output = ()>,
 ) -> Vec<TriggerSpan> {
     for t in &triggers {
-        recorder.watch(t.documents.iter().map(|d| d.id));
+        recorder.watch(t.journeys());
     }
     let mut open: Vec<Open> = triggers
         .into_iter()
@@ -259,8 +283,7 @@ pub async fn watch(
                 ));
                 continue;
             }
-            let ids: Vec<u64> = o.w.documents.iter().map(|d| d.id).collect();
-            let Some((last_end, counts)) = recorder.watched_ended(&ids) else {
+            let Some((last_end, counts)) = recorder.watched_ended(&o.w.journeys()) else {
                 continue;
             };
             let n = o.w.documents.len();
@@ -278,7 +301,7 @@ pub async fn watch(
                 o.ended = clients_only(why);
                 continue;
             }
-            match ask(admin.as_ref(), &o.w.documents).await {
+            match ask(admin.as_ref(), &o.w.refs()).await {
                 Asked::Done(now_w) => {
                     let at = start.elapsed().as_secs_f64().max(last_end.as_secs_f64());
                     let gpu = match o.when_clients_done.or(Some(now_w)) {
@@ -367,7 +390,7 @@ mod tests {
     #[test]
     fn injected_documents_and_timed_faults_are_watched_standing_conditions_are_not() {
         let e = load("retry-storm", false);
-        let w = plan(&e, "before-fix");
+        let w = plan(&e, "before-fix", 60.0);
         // The cache fill at 0 s is a standing condition (trigger: false).
         let sizes: Vec<usize> = w.iter().map(|t| t.documents.len()).collect();
         assert_eq!(sizes, vec![10, 10, 10, 16, 16]);
@@ -385,13 +408,13 @@ mod tests {
                 .any(|p| p.id == d.id && p.pages == d.pages && p.tenant == "t7"));
         }
         let q = load("queue-overflow", false);
-        let w = plan(&q, "after-fix");
+        let w = plan(&q, "after-fix", 60.0);
         assert_eq!(w.len(), 1);
         assert!(w[0].documents.is_empty());
         assert_eq!(w[0].undone, Some(Duration::from_secs(13)));
         // Operators' actions are not triggers.
         let z = load("zone-failover", false);
-        assert_eq!(plan(&z, "before-fix").len(), 1);
+        assert_eq!(plan(&z, "before-fix", 60.0).len(), 1);
     }
 
     /// The full timeline's first line at 7 s (two spaces of indentation).
@@ -426,7 +449,7 @@ mod tests {
             env!("CARGO_MANIFEST_DIR")
         );
         let e = crate::experiment::parse(&text, &file, false).unwrap();
-        let plan = plan(&e, "before-fix");
+        let plan = plan(&e, "before-fix", 60.0);
         assert_eq!(plan[0].undone, Some(Duration::from_secs(7)));
         // 50 % hits before, none after the flush, back from 11 s.
         let seconds: Vec<run_report::Second> = (0..30)
@@ -465,6 +488,45 @@ mod tests {
         assert_eq!(spans[0].residue_end_s, Some(15.0));
         // The other triggers are left as they were.
         assert_eq!(spans[1].residue_end_s, Some(32.0));
+    }
+
+    #[test]
+    fn a_load_spike_is_watched_until_its_extra_documents_left() {
+        let text = "name: t\nduration: 40s\nworkload:\n  arrival: { steps: [ { at: 0s, capacity: 0.5 }, \
+                    { at: 30s, capacity: 0.8, trigger: true }, { at: 33s, capacity: 0.5 } ] }\n  \
+                    documents: { pages: { fixed: 3 }, tenants: 2 }\n  client: { timeout: 1s, retry: {} }\n\
+                    timeline:\n  - { at: 20s, duration: 4s, fault: { load_spike: { factor: 2 } } }\n\
+                    variants:\n  a: {}\n";
+        let e = crate::experiment::parse(text, "spike.yaml", false).unwrap();
+        let w = plan(&e, "a", 50.0);
+        assert_eq!(w.len(), 2);
+        assert_eq!(w[0].undone, Some(Duration::from_secs(24)));
+        assert_eq!(w[1].undone, Some(Duration::from_secs(33)));
+        // Its documents are the extra ones the runner submits: 25/s over 4 s,
+        // then 15/s over 3 s (a share of 50 documents/s).
+        let cap = crate::runner::Capacity {
+            pages_per_sec: 150.0,
+            docs_per_sec: 50.0,
+        };
+        let planned = crate::runner::plan_documents(&e, cap);
+        for t in &w {
+            assert!(!t.documents.is_empty());
+            for d in &t.documents {
+                assert!(planned.contains(d), "{d:?} is submitted");
+                assert!(d.planned >= t.at && Some(d.planned) < t.undone);
+            }
+            assert_eq!(t.refs().len(), t.documents.len());
+        }
+        assert!(
+            (60..140).contains(&w[0].documents.len()),
+            "{}",
+            w[0].documents.len()
+        );
+        assert!(
+            (20..80).contains(&w[1].documents.len()),
+            "{}",
+            w[1].documents.len()
+        );
     }
 
     #[test]

@@ -168,7 +168,8 @@ pub async fn run(
     })
 }
 
-/// The variant's traffic: the regular population plus the oversized documents of the timeline.
+/// The variant's traffic: the regular arrivals plus the documents the
+/// timeline injects (oversized documents, load spikes' extra arrivals).
 pub fn plan_documents(exp: &Experiment, capacity: Capacity) -> Vec<Document> {
     let w = &exp.workload;
     let mut docs = workload::schedule(
@@ -181,8 +182,14 @@ pub fn plan_documents(exp: &Experiment, capacity: Capacity) -> Vec<Document> {
         capacity.docs_per_sec,
     );
     for (i, e) in exp.timeline.iter().enumerate() {
-        if let TimelineOp::OversizedDocuments(o) = &e.op {
-            docs.extend(workload::oversized(exp.seed, i, e.at, o));
+        match &e.op {
+            TimelineOp::OversizedDocuments(o) => {
+                docs.extend(workload::oversized(exp.seed, i, e.at, o))
+            }
+            TimelineOp::LoadSpike(_) => {
+                docs.extend(crate::spike::documents(exp, i, capacity.docs_per_sec))
+            }
+            TimelineOp::Admin(_) => {}
         }
     }
     docs.sort_by_key(|d| d.planned);
@@ -282,7 +289,7 @@ async fn drive_variant(
     let residues = {
         let mut done = done_rx.clone();
         tokio::spawn(crate::residue::watch(
-            crate::residue::plan(exp, &v.name),
+            crate::residue::plan(exp, &v.name, capacity.docs_per_sec),
             start,
             recorder.clone(),
             admin,
@@ -299,8 +306,8 @@ async fn drive_variant(
         let recorder = recorder.clone();
         let stop = stop.clone();
         let progress = progress.clone();
-        let arrival = exp.workload.arrival.clone();
-        let (duration, docs_per_sec) = (exp.duration, capacity.docs_per_sec);
+        let offered = crate::spike::Offered::new(exp, capacity.docs_per_sec);
+        let duration = exp.duration;
         let agents = coordinator.is_some();
         tokio::spawn(async move {
             let mut prev = baseline;
@@ -321,7 +328,7 @@ async fn drive_variant(
                 };
                 let mid = Duration::from_millis(t as u64 * 1000 + 500);
                 if mid < duration {
-                    row.offered_rate = arrival.rate_at(mid, duration, docs_per_sec);
+                    row.offered_rate = offered.rate_at(mid);
                 }
                 match crate::scrape::scrape(&http, &base).await {
                     Ok(now) => {
@@ -408,16 +415,7 @@ async fn drive_variant(
     };
     let load = load_result.context("driving the load with goose")?;
 
-    let oversized_tenants = exp
-        .timeline
-        .iter()
-        .filter_map(|e| match &e.op {
-            TimelineOp::OversizedDocuments(o) => Some(o.tenant.clone()),
-            _ => None,
-        })
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    let oversized_tenants = workload::oversized_tenants(&exp.timeline);
     let mut totals = crate::scrape::totals(&last);
     totals.insert("goose_requests".into(), load.goose_requests as f64);
     totals.insert("goose_failures".into(), load.goose_failures as f64);

@@ -6,9 +6,9 @@
 //! container is paused, and unpaused when the outage ends.
 //! Entries with a duration are undone at its end. Every entry is logged with
 //! the time it actually ran and what the system answered; a failed command is
-//! reported in the run, never ignored. Oversized documents are client traffic
-//! (planned into the arrival schedule from the seed); the timeline only logs
-//! their arrival.
+//! reported in the run, never ignored. Oversized documents and a load
+//! spike's extra arrivals are client traffic (planned into the arrival
+//! schedule from the seed); the timeline only logs their arrival.
 //!
 //! Initial conditions — operator state at 0 s that is not a trigger and is
 //! never undone, such as seed 000's cache "left at its limit since early
@@ -145,6 +145,7 @@ pub async fn run(
                             o.count, o.min_pages, o.max_pages, o.tenant
                         ),
                     ),
+                    TimelineOp::LoadSpike(s) => (true, spike_detail(s, e.duration)),
                     TimelineOp::Admin(cmd) => match &admin {
                         Some(a) => match a.send(cmd).await {
                             Ok(d) => (true, d),
@@ -188,6 +189,21 @@ pub async fn run(
         };
         log.lock().expect("timeline log").push(ev);
     }
+}
+
+/// What a load spike's log line says (its documents are client traffic,
+/// planned from the seed like the regular arrivals).
+fn spike_detail(s: &crate::experiment::LoadSpike, d: Option<Duration>) -> String {
+    use crate::experiment::{LoadSpike, Rate};
+    let what = match s {
+        LoadSpike::Factor(f) => format!("arrivals x{f}"),
+        LoadSpike::Extra(Rate::PerSec(r)) => format!("{r} documents/s more"),
+        LoadSpike::Extra(Rate::Capacity(c)) => format!("{c} x capacity more"),
+    };
+    format!(
+        "{what} for {}: an extra Poisson stream of ordinary documents, submitted as client traffic",
+        humantime::format_duration(d.unwrap_or_default())
+    )
 }
 
 enum Step {

@@ -12,7 +12,10 @@
 //! member is the same document every time it is drawn: its id, pages and
 //! tenant come from the seed and its index alone.
 
-use crate::experiment::{Arrival, OversizedDocuments, PageDistribution, Popularity, Population};
+use crate::experiment::{
+    Arrival, OversizedDocuments, PageDistribution, Popularity, Population, TimelineEntry,
+    TimelineOp,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::time::Duration;
@@ -98,6 +101,60 @@ impl Draw {
     }
 }
 
+/// Draws documents as the regular traffic does: a population's member, or
+/// (without a population) a new document whose id is the next of `stream`.
+/// A load spike's extra arrivals are drawn by the same code, from a stream
+/// of their own (`spike.rs`).
+pub(crate) struct Traffic<'a> {
+    seed: u64,
+    stream: u64,
+    pages: &'a PageDistribution,
+    tenants: u32,
+    draw: Option<Draw>,
+}
+
+impl<'a> Traffic<'a> {
+    pub(crate) fn new(
+        seed: u64,
+        stream: u64,
+        pages: &'a PageDistribution,
+        tenants: u32,
+        population: Option<&Population>,
+    ) -> Self {
+        Traffic {
+            seed,
+            stream,
+            pages,
+            tenants,
+            draw: population.map(Draw::new),
+        }
+    }
+
+    /// The `index`-th arrival of the stream, planned at `planned`.
+    pub(crate) fn document(&self, rng: &mut StdRng, index: u64, planned: Duration) -> Document {
+        match &self.draw {
+            Some(d) => {
+                let (id, tenant, pages) = member(self.seed, d.next(rng), self.pages, self.tenants);
+                Document {
+                    id,
+                    tenant,
+                    pages,
+                    planned,
+                }
+            }
+            None => {
+                let tenant = format!("t{}", rng.random_range(1..=self.tenants));
+                Document {
+                    id: document_id(self.seed, self.stream, index),
+                    tenant,
+                    pages: sample_pages(self.pages, rng),
+                    planned,
+                }
+            }
+        }
+    }
+}
+
 /// The regular traffic of one variant: every document with its planned time.
 pub fn schedule(
     seed: u64,
@@ -108,7 +165,7 @@ pub fn schedule(
     duration: Duration,
     capacity_docs_per_sec: f64,
 ) -> Vec<Document> {
-    let draw = population.map(Draw::new);
+    let traffic = Traffic::new(seed, 0, pages, tenants, population);
     let mut rng = StdRng::seed_from_u64(seed);
     let mut out = Vec::new();
     let mut t = 0.0f64;
@@ -130,27 +187,7 @@ pub fn schedule(
         if t >= end {
             break;
         }
-        let planned = Duration::from_secs_f64(t);
-        match &draw {
-            Some(d) => {
-                let (id, tenant, pages) = member(seed, d.next(&mut rng), pages, tenants);
-                out.push(Document {
-                    id,
-                    tenant,
-                    pages,
-                    planned,
-                });
-            }
-            None => {
-                let tenant = format!("t{}", rng.random_range(1..=tenants));
-                out.push(Document {
-                    id: document_id(seed, 0, index),
-                    tenant,
-                    pages: sample_pages(pages, &mut rng),
-                    planned,
-                });
-            }
-        }
+        out.push(traffic.document(&mut rng, index, Duration::from_secs_f64(t)));
         index += 1;
     }
     out
@@ -171,6 +208,20 @@ pub fn oversized(seed: u64, entry: usize, at: Duration, o: &OversizedDocuments) 
                     .unwrap_or_default()
                     .mul_f64(f64::from(k) / f64::from(o.count)),
         })
+        .collect()
+}
+
+/// The tenants that receive oversized documents (the report judges the
+/// other tenants apart), each once, in order.
+pub fn oversized_tenants(timeline: &[TimelineEntry]) -> Vec<String> {
+    timeline
+        .iter()
+        .filter_map(|e| match &e.op {
+            TimelineOp::OversizedDocuments(o) => Some(o.tenant.clone()),
+            TimelineOp::Admin(_) | TimelineOp::LoadSpike(_) => None,
+        })
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
         .collect()
 }
 

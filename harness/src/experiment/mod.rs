@@ -162,6 +162,20 @@ impl Arrival {
                 .unwrap_or(0.0),
         }
     }
+
+    /// The highest rate over `[from, to)`: a ramp's is at an end, a step
+    /// profile's at `from` or at a step inside.
+    pub fn max_rate_in(&self, from: Duration, to: Duration, total: Duration, capacity: f64) -> f64 {
+        let at = |t| self.rate_at(t, total, capacity);
+        match self {
+            Arrival::Constant(r) => r.resolve(capacity),
+            Arrival::Ramp { .. } => at(from).max(at(to)),
+            Arrival::Steps(steps) => steps
+                .iter()
+                .filter(|(t, _)| *t > from && *t < to)
+                .fold(at(from), |m, (t, _)| m.max(at(*t))),
+        }
+    }
 }
 
 /// How a simulated client behaves.
@@ -281,6 +295,46 @@ pub enum TimelineOp {
     Admin(AdminCommand),
     /// Large documents arrive from one tenant (submitted by the harness as client traffic).
     OversizedDocuments(OversizedDocuments),
+    /// More arrivals for the entry's duration: an extra Poisson stream of
+    /// ordinary documents on top of the workload's (`spike.rs`).
+    LoadSpike(LoadSpike),
+}
+
+/// How much a `load_spike` adds: `{ factor: 2.5 }` (the arrival rate times
+/// 2.5, so the extra stream carries 1.5 times the base rate),
+/// `{ extra_rate: 120 }` (documents/s on top) or `{ extra_capacity: 0.8 }`
+/// (a share of the calibrated capacity on top). An arrival step marked
+/// `trigger: true` becomes an `Extra` spike of its rise.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LoadSpike {
+    /// The base rate times this factor (> 1) while the spike lasts.
+    Factor(f64),
+    /// This rate on top of the base rate.
+    Extra(Rate),
+}
+
+impl LoadSpike {
+    /// Documents/s the spike adds at `t` (while it lasts) to `arrival`.
+    pub fn extra_rate_at(&self, arrival: &Arrival, t: Duration, total: Duration, cap: f64) -> f64 {
+        match self {
+            LoadSpike::Factor(f) => arrival.rate_at(t, total, cap) * (f - 1.0),
+            LoadSpike::Extra(r) => r.resolve(cap),
+        }
+    }
+
+    /// The highest extra rate over `[from, to)`, the bound the stream thins from.
+    pub fn max_extra_rate(
+        &self,
+        arrival: &Arrival,
+        (from, to): (Duration, Duration),
+        total: Duration,
+        cap: f64,
+    ) -> f64 {
+        match self {
+            LoadSpike::Factor(f) => arrival.max_rate_in(from, to, total, cap) * (f - 1.0),
+            LoadSpike::Extra(r) => r.resolve(cap),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
@@ -321,7 +375,11 @@ impl TimelineOp {
                     per_sec: None,
                 })
             }
-            _ => None,
+            // Other commands are not undone; injected traffic (oversized
+            // documents, a load spike) is not a command: it simply ends.
+            TimelineOp::Admin(_) | TimelineOp::OversizedDocuments(_) | TimelineOp::LoadSpike(_) => {
+                None
+            }
         }
     }
 }

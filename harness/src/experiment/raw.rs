@@ -137,7 +137,7 @@ pub struct RawWorkload {
 pub enum RawArrival {
     Constant(RawRate),
     Ramp { from: RawRate, to: RawRate },
-    Steps(Vec<RawStep>),
+    Steps(Vec<Spanned<RawStep>>),
 }
 
 #[derive(Debug, Deserialize, Clone)]
@@ -157,6 +157,29 @@ pub struct RawStep {
     pub rate: Option<f64>,
     #[serde(default)]
     pub capacity: Option<f64>,
+    /// The rise from the step before is a load spike: a trigger with a
+    /// residue, lasting until the next step (lowered in validation to the
+    /// previous level plus an implied `load_spike` entry).
+    #[serde(default)]
+    pub trigger: Option<bool>,
+    /// The trigger's label (with `trigger: true`).
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+/// `load_spike:` as written: exactly one of `factor` (the arrival rate
+/// times it), `extra_rate` (documents/s on top) or `extra_capacity` (a
+/// share of the calibrated capacity on top); the timeline entry's
+/// `duration` says how long it lasts.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct RawLoadSpike {
+    #[serde(default)]
+    pub factor: Option<f64>,
+    #[serde(default)]
+    pub extra_rate: Option<f64>,
+    #[serde(default)]
+    pub extra_capacity: Option<f64>,
 }
 
 #[derive(Debug, Deserialize, Clone)]

@@ -48,6 +48,10 @@ pub enum Event {
     JourneyEnded {
         doc: u64,
         how: JourneyEnd,
+        /// The document's planned time (ns since the start): which journey
+        /// of a population's member this was.
+        #[serde(default)]
+        planned_ns: u64,
     },
 }
 
@@ -96,7 +100,11 @@ impl Recorder {
             } => self.completed_at(when, &tenant, pages, Duration::from_micros(end_to_end_us)),
             Event::GivenUp { doc } => self.given_up_at(when, doc),
             Event::Pending => self.pending(),
-            Event::JourneyEnded { doc, how } => self.journey_ended_at(at, doc, how),
+            Event::JourneyEnded {
+                doc,
+                how,
+                planned_ns,
+            } => self.journey_ended_at(at, doc, Duration::from_nanos(planned_ns), how),
         }
     }
 

@@ -7,9 +7,12 @@
 //! as submitted and once as completed, given up or pending, and every 200
 //! result's verdict against the reference computation is recorded here.
 //!
-//! It also keeps, for the documents a trigger injected (oversized documents),
-//! when and how each journey ended: a trigger's residue lasts at least until
-//! the last of them has.
+//! It also keeps, for the documents a trigger injected (oversized documents,
+//! a load spike's extra arrivals), when and how each of their journeys
+//! ended: a trigger's residue lasts at least until the last of them has.
+//! Their attempts are counted apart as injected by document id, so with a
+//! population, the regular traffic's draws of a member a spike also drew
+//! count as injected too.
 //!
 //! With load agents (`agent/`), each agent's recorder also sends every
 //! [`Event`] it records, stamped with its offset from the run's start, to
@@ -361,41 +364,54 @@ impl Recorder {
         st.in_flight -= 1;
     }
 
-    /// Keep the end of these documents' journeys (a trigger's documents).
-    pub fn watch(&self, docs: impl IntoIterator<Item = u64>) {
+    /// Keep the end of these journeys (a trigger's documents: id and planned time).
+    pub fn watch(&self, journeys: impl IntoIterator<Item = (u64, Duration)>) {
         let mut st = self.state.lock().expect("recorder lock");
-        for d in docs {
-            st.watched.entry(d).or_insert(None);
+        for (d, planned) in journeys {
+            let of_doc = st.watched.entry(d).or_default();
+            if !of_doc.iter().any(|(p, _)| *p == planned) {
+                of_doc.push((planned, None));
+            }
         }
         self.watching.store(true, Ordering::Release);
     }
 
-    /// A journey ended (called once per document, after its outcome was counted).
-    pub fn journey_ended(&self, doc: u64, how: JourneyEnd) {
+    /// A journey ended (called once per journey, after its outcome was
+    /// counted); `planned` is its document's planned time.
+    pub fn journey_ended(&self, doc: u64, planned: Duration, how: JourneyEnd) {
         let now = Instant::now();
-        self.tap(now, || Event::JourneyEnded { doc, how });
-        self.journey_ended_at(now.saturating_duration_since(self.start), doc, how);
+        self.tap(now, || Event::JourneyEnded {
+            doc,
+            how,
+            planned_ns: planned.as_nanos() as u64,
+        });
+        self.journey_ended_at(now.saturating_duration_since(self.start), doc, planned, how);
     }
 
-    fn journey_ended_at(&self, at: Duration, doc: u64, how: JourneyEnd) {
+    fn journey_ended_at(&self, at: Duration, doc: u64, planned: Duration, how: JourneyEnd) {
         if !self.watching.load(Ordering::Acquire) {
             return;
         }
         let mut st = self.state.lock().expect("recorder lock");
-        if let Some(end) = st.watched.get_mut(&doc) {
+        let journey = st
+            .watched
+            .get_mut(&doc)
+            .and_then(|js| js.iter_mut().find(|(p, _)| *p == planned));
+        if let Some((_, end)) = journey {
             end.get_or_insert((how, at));
         }
     }
 
-    /// How the watched documents `docs` ended: `None` while any journey is
-    /// still running (or has not started); else the last end and the count of
-    /// each outcome.
-    pub fn watched_ended(&self, docs: &[u64]) -> Option<(Duration, [usize; 3])> {
+    /// How the watched journeys (id, planned time) ended: `None` while any
+    /// is still running (or has not started); else the last end and the
+    /// count of each outcome.
+    pub fn watched_ended(&self, journeys: &[(u64, Duration)]) -> Option<(Duration, [usize; 3])> {
         let st = self.state.lock().expect("recorder lock");
         let mut last = Duration::ZERO;
         let mut counts = [0usize; 3];
-        for d in docs {
-            let (how, at) = (*st.watched.get(d)?)?;
+        for (d, planned) in journeys {
+            let (_, end) = st.watched.get(d)?.iter().find(|(p, _)| p == planned)?;
+            let (how, at) = (*end)?;
             last = last.max(at);
             counts[match how {
                 JourneyEnd::Completed => 0,

@@ -29,6 +29,10 @@ pub(super) struct Bucket {
     pub(super) latency: Option<Histogram<u64>>,
 }
 
+/// A watched journey: its document's planned time, and once it ended, how
+/// and when (since the start).
+pub(super) type WatchedJourney = (Duration, Option<(JourneyEnd, Duration)>);
+
 pub(super) struct State {
     pub(super) buckets: Vec<Bucket>,
     pub(super) overall: Histogram<u64>,
@@ -47,8 +51,11 @@ pub(super) struct State {
     pub(super) seen: IdSet,
     /// Submissions and attempts per tenant.
     pub(super) traffic: BTreeMap<String, run_report::TenantTraffic>,
-    /// Watched documents: how and when (since the start) their journeys ended.
-    pub(super) watched: IdMap<Option<(JourneyEnd, Duration)>>,
+    /// Watched documents: per id, each watched journey's planned time and
+    /// how and when (since the start) it ended. A population's member may
+    /// also be drawn by the regular traffic; the planned time tells the
+    /// journeys apart.
+    pub(super) watched: IdMap<Vec<WatchedJourney>>,
 }
 
 impl State {

@@ -64,25 +64,44 @@ async fn a_second_keeps_every_attempts_latency_for_the_verdict() {
 #[tokio::test(start_paused = true)]
 async fn watched_documents_end_when_their_last_journey_does() {
     let r = Recorder::new(Instant::now(), 5);
-    r.watch([1, 2, 3]);
-    r.journey_ended(1, JourneyEnd::Completed);
-    r.journey_ended(9, JourneyEnd::Completed); // not watched: ignored
-    assert_eq!(r.watched_ended(&[1, 2, 3]), None);
+    let z = Duration::ZERO;
+    r.watch([(1, z), (2, z), (3, z)]);
+    r.journey_ended(1, z, JourneyEnd::Completed);
+    r.journey_ended(9, z, JourneyEnd::Completed); // not watched: ignored
+    assert_eq!(r.watched_ended(&[(1, z), (2, z), (3, z)]), None);
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    r.journey_ended(2, JourneyEnd::GaveUp);
-    r.journey_ended(3, JourneyEnd::Pending);
-    r.journey_ended(3, JourneyEnd::Completed); // the first end counts
-    let (last, counts) = r.watched_ended(&[1, 2, 3]).expect("all ended");
+    r.journey_ended(2, z, JourneyEnd::GaveUp);
+    r.journey_ended(3, z, JourneyEnd::Pending);
+    r.journey_ended(3, z, JourneyEnd::Completed); // the first end counts
+    let (last, counts) = r
+        .watched_ended(&[(1, z), (2, z), (3, z)])
+        .expect("all ended");
     assert_eq!(last, Duration::from_millis(1500));
     assert_eq!(counts, [1, 1, 1]);
-    assert_eq!(r.watched_ended(&[4]), None);
+    assert_eq!(r.watched_ended(&[(4, z)]), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_watched_journey_is_told_from_other_draws_of_the_same_member() {
+    // A population's member 5, drawn by a load spike at 20 s and 21 s and
+    // by the regular traffic at 3 s: only the spike's journeys are watched.
+    let r = Recorder::new(Instant::now(), 30);
+    let (a, b) = (Duration::from_secs(20), Duration::from_secs(21));
+    r.watch([(5, a), (5, b)]);
+    r.journey_ended(5, Duration::from_secs(3), JourneyEnd::Completed);
+    assert_eq!(r.watched_ended(&[(5, a), (5, b)]), None);
+    r.journey_ended(5, a, JourneyEnd::GaveUp);
+    assert_eq!(r.watched_ended(&[(5, a), (5, b)]), None);
+    r.journey_ended(5, b, JourneyEnd::Completed);
+    let (_, counts) = r.watched_ended(&[(5, a), (5, b)]).expect("both ended");
+    assert_eq!(counts, [1, 1, 0]);
 }
 
 #[tokio::test(start_paused = true)]
 async fn outcomes_of_injected_documents_are_counted_apart() {
     // Document 7 is a trigger's (watched); 1 is an ordinary customer's.
     let r = Recorder::new(Instant::now(), 2);
-    r.watch([7]);
+    r.watch([(7, Duration::ZERO)]);
     for doc in [1, 7] {
         r.submitted(doc, "t");
         r.attempt_sent(doc, "t");

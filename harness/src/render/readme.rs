@@ -15,6 +15,10 @@ fn mapping(op: &TimelineOp) -> (&'static str, &'static str) {
             "oversized_documents",
             "client traffic: the agents submit them (their shards of the seeded schedule), nothing changes in the cluster",
         ),
+        TimelineOp::LoadSpike(_) => (
+            "load_spike (and arrival steps marked `trigger: true`)",
+            "client traffic: the agents submit the extra arrivals (their shards of the seeded schedule), nothing changes in the cluster",
+        ),
         TimelineOp::Admin(c) => match c {
             ZoneOutage { .. } | ZoneRestore { .. } => (
                 "zone_outage / zone_restore",

@@ -242,7 +242,7 @@ mod tests {
             .iter()
             .filter_map(|t| match &t.op {
                 experiment::TimelineOp::OversizedDocuments(o) => Some(o.count),
-                _ => None,
+                experiment::TimelineOp::Admin(_) | experiment::TimelineOp::LoadSpike(_) => None,
             })
             .collect();
         assert_eq!(counts, vec![8]);

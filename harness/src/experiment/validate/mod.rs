@@ -4,12 +4,14 @@
 //! them, each returning the first located error of its section:
 //! [`sections`] (name, form, environment, analysis, workload, variants,
 //! incident figures), [`timeline`] (every entry, the baseline before the
-//! first trigger) and [`expect`] (metrics, windows, zones, verdicts).
+//! first trigger; with [`spike`], load spikes and the arrival steps marked
+//! as triggers) and [`expect`] (metrics, windows, zones, verdicts).
 
 mod alerts;
 mod client;
 mod expect;
 mod sections;
+mod spike;
 mod timeline;
 
 use super::raw::*;
@@ -123,11 +125,12 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
     let form = sections::form(&cx, &raw, quick)?;
     let environment = sections::environment(&cx, &raw)?;
     let analysis = sections::analysis_config(&cx, &form.analysis)?;
-    let workload = sections::workload(&cx, &raw.workload, form.duration)?;
+    let (workload, implied) = sections::workload(&cx, &raw.workload, form.duration)?;
     let variants = sections::variants(&cx, &raw, &tree, &environment)?;
     let timeline = timeline::timeline(
         &cx,
         &form.timeline,
+        implied,
         form.duration,
         &variants,
         &environment,

@@ -222,12 +222,14 @@ fn rate(
     }
 }
 
-pub(super) fn workload(
+/// The arrival profile, and the load spikes its trigger steps imply (see `spike.rs`).
+fn arrival(
     cx: &Ctx,
     w: &RawWorkload,
     duration: Duration,
-) -> Result<Workload, ExperimentError> {
+) -> Result<(Arrival, Vec<super::spike::Implied>), ExperimentError> {
     let at = &w.arrival.referenced;
+    let mut implied = Vec::new();
     let arrival = match &w.arrival.value {
         RawArrival::Constant(r) => Arrival::Constant(rate(
             cx,
@@ -250,19 +252,38 @@ pub(super) fn workload(
             if steps.is_empty() {
                 return Err(cx.err(at, "workload.arrival.steps", "needs at least one step"));
             }
-            let mut out = Vec::new();
+            let mut checked = Vec::new();
             for (i, s) in steps.iter().enumerate() {
+                let (loc, s) = (&s.referenced, &s.value);
                 let f = format!("workload.arrival.steps[{i}]");
-                let t = cx.duration(at, &format!("{f}.at"), &s.at)?;
+                let t = cx.duration(loc, &format!("{f}.at"), &s.at)?;
                 if t >= duration {
-                    return Err(cx.err(at, format!("{f}.at"), "is after the end of the run"));
+                    return Err(cx.err(loc, format!("{f}.at"), "is after the end of the run"));
                 }
-                out.push((t, rate(cx, at, &f, s.rate, s.capacity)?));
+                checked.push(super::spike::Step {
+                    at: t,
+                    rate: rate(cx, loc, &f, s.rate, s.capacity)?,
+                    trigger: s.trigger.unwrap_or(false),
+                    label: s.label.clone(),
+                    loc: *loc,
+                    index: i,
+                });
             }
-            out.sort_by_key(|(t, _)| *t);
-            Arrival::Steps(out)
+            let (profile, spikes) = super::spike::lower_steps(cx, checked, duration)?;
+            implied = spikes;
+            Arrival::Steps(profile)
         }
     };
+    Ok((arrival, implied))
+}
+
+/// The workload, and the load spikes its trigger steps imply (see `spike.rs`).
+pub(super) fn workload(
+    cx: &Ctx,
+    w: &RawWorkload,
+    duration: Duration,
+) -> Result<(Workload, Vec<super::spike::Implied>), ExperimentError> {
+    let (arrival, implied) = arrival(cx, w, duration)?;
     let pages = w.documents.pages.value;
     let pat = &w.documents.pages.referenced;
     match pages {
@@ -328,13 +349,14 @@ pub(super) fn workload(
         Some(m) => m.value,
         None => 5_000,
     };
-    Ok(Workload {
+    let workload = Workload {
         arrival,
         pages,
         tenants: w.documents.tenants.value,
         population,
         max_in_flight,
-    })
+    };
+    Ok((workload, implied))
 }
 
 /// Every variant: the base system with the variant's overrides merged key by

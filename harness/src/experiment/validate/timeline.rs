@@ -1,16 +1,19 @@
 //! The timeline: every fault and action checked (its command's values by
 //! the system's own `AdminCommand::validate`, its zone, its duration inside
-//! the run), and room for the baseline before the first trigger.
+//! the run), the load spikes the arrival steps imply added, and room for
+//! the baseline before the first trigger.
 
 use super::super::raw::*;
 use super::super::*;
+use super::spike::Implied;
 use super::{Ctx, ExperimentError};
-use serde_saphyr::Spanned;
+use serde_saphyr::{Location, Spanned};
 
 /// Every entry of the form's timeline, in time order.
 pub(super) fn timeline(
     cx: &Ctx,
     timeline_raw: &[Spanned<RawTimelineEntry>],
+    implied: Vec<Implied>,
     duration: Duration,
     variants: &[Variant],
     environment: &Environment,
@@ -18,7 +21,7 @@ pub(super) fn timeline(
 ) -> Result<Vec<TimelineEntry>, ExperimentError> {
     let zones: Vec<String> = variants[0].system.zones.clone();
     let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
-    let mut timeline = Vec::new();
+    let mut timeline: Vec<Implied> = Vec::new();
     for (i, e) in timeline_raw.iter().enumerate() {
         let entry = timeline_entry(cx, i, e, duration, &zones, environment)?;
         if let Some(only) = &entry.variants {
@@ -33,28 +36,28 @@ pub(super) fn timeline(
                 ));
             }
         }
-        timeline.push(entry);
+        timeline.push((entry, e.referenced, format!("timeline[{i}].at")));
     }
-    baseline_room(cx, &timeline, timeline_raw, analysis)?;
+    timeline.extend(implied);
+    baseline_room(cx, &timeline, analysis)?;
+    let mut timeline: Vec<TimelineEntry> = timeline.into_iter().map(|(e, _, _)| e).collect();
     timeline.sort_by_key(|e| e.at);
 
     Ok(timeline)
 }
 
 /// The first trigger must leave `analysis.min_baseline` seconds after the
-/// warm-up: the verdict compares everything with that baseline. `timeline`
-/// is still in file order, so its indexes are those of `raw_timeline`.
+/// warm-up: the verdict compares everything with that baseline. Each entry
+/// comes with where it was written and the field to name.
 fn baseline_room(
     cx: &Ctx,
-    timeline: &[TimelineEntry],
-    raw_timeline: &[Spanned<RawTimelineEntry>],
+    timeline: &[Implied],
     analysis: &AnalysisConfig,
 ) -> Result<(), ExperimentError> {
-    let Some((i, first)) = timeline
+    let Some((first, loc, field)) = timeline
         .iter()
-        .enumerate()
-        .filter(|(_, e)| e.trigger)
-        .min_by_key(|(_, e)| e.at)
+        .filter(|(e, _, _)| e.trigger)
+        .min_by_key(|(e, _, _)| e.at)
     else {
         return Ok(());
     };
@@ -64,8 +67,8 @@ fn baseline_room(
         return Ok(());
     }
     Err(cx.err(
-        &raw_timeline[i].referenced,
-        format!("timeline[{i}].at"),
+        loc,
+        field,
         format!(
             "the first trigger at {}s leaves {:.0}s of baseline after the {}s warm-up; the \
              verdict needs at least analysis.min_baseline = {need:.0}s (move the trigger to {}s or \
@@ -112,82 +115,20 @@ fn timeline_entry(
     };
     let field = format!("{f}.{kind}");
     let op = if let Some(o) = value.get("oversized_documents") {
-        let od: OversizedDocuments = serde_json::from_value(o.clone()).map_err(|e| {
-            cx.err(
-                at_loc,
-                format!("{field}.oversized_documents"),
-                e.to_string(),
-            )
-        })?;
-        if od.count == 0
-            || od.count > 10_000
-            || od.min_pages == 0
-            || od.min_pages > od.max_pages
-            || od.max_pages > 100_000
-        {
-            return Err(cx.err(
-                at_loc,
-                format!("{field}.oversized_documents"),
-                "needs 1 <= count <= 10000 and 1 <= min_pages <= max_pages <= 100000",
-            ));
-        }
-        if od.tenant.trim().is_empty() {
-            return Err(cx.err(
-                at_loc,
-                format!("{field}.oversized_documents.tenant"),
-                "must name the tenant that submits them",
-            ));
-        }
-        if od.spread.is_some_and(|s| at + s >= duration) {
-            return Err(cx.err(
-                at_loc,
-                format!("{field}.oversized_documents.spread"),
-                "the last document would arrive after the run; the spread must end inside it",
-            ));
-        }
-        TimelineOp::OversizedDocuments(od)
+        oversized(cx, at_loc, &field, o, at, duration)?
+    } else if let Some(o) = value.get("load_spike") {
+        let spike_field = format!("{field}.load_spike");
+        TimelineOp::LoadSpike(super::spike::load_spike(
+            cx,
+            at_loc,
+            &spike_field,
+            o,
+            is_fault,
+        )?)
     } else {
-        let cmd: sut::AdminCommand = serde_json::from_value(value.clone()).map_err(|e| {
-            cx.err(at_loc, &field, format!("{e}; expected one of cache_fill, cache_fill_to_limit, cache_on_full, cache_flush, cache_restart, set_slots, set_gpu_lanes, set_gpu_speed, set_gateway_attempts, zone_fail, zone_recover, zone_outage, zone_restore, stop_allocations, resume_allocations, throttle, oversized_documents"))
-        })?;
-        cmd.validate().map_err(|e| match e {
-            sut::AdminError::Field { field: f, why } => {
-                cx.err(at_loc, format!("{field}.{}.{f}", cmd.name()), why)
-            }
-            other => cx.err(at_loc, &field, other.to_string()),
-        })?;
-        if let Some(z) = command_zone(&cmd) {
-            if !zones.iter().any(|x| x == z) {
-                return Err(cx.err(
-                    at_loc,
-                    &field,
-                    format!("unknown zone {z:?}; zones are {zones:?}"),
-                ));
-            }
-        }
-        if let Environment::External {
-            admin_token: None, ..
-        } = env
-        {
-            return Err(cx.err(at_loc, &field, "this target has no admin API (`target.admin_token` not set), so this entry cannot run; remove it or give the token"));
-        }
-        TimelineOp::Admin(cmd)
+        TimelineOp::Admin(admin(cx, at_loc, &field, value, zones, env)?)
     };
-    if let Some(d) = dur {
-        if d.is_zero() {
-            return Err(cx.err(
-                at_loc,
-                format!("{f}.duration"),
-                "must be longer than 0s (leave it out for a fault that lasts)",
-            ));
-        }
-        if op.revert().is_none() {
-            return Err(cx.err(at_loc, format!("{f}.duration"), "only zone_fail, zone_outage, set_gpu_speed, stop_allocations and throttle can have a duration (they are undone at its end)"));
-        }
-        if at + d > duration {
-            return Err(cx.err(at_loc, format!("{f}.duration"), "ends after the run"));
-        }
-    }
+    entry_duration(cx, at_loc, &f, &op, at, dur, duration)?;
     let label = v.label.clone().unwrap_or_else(|| default_label(&op));
     Ok(TimelineEntry {
         at,
@@ -198,6 +139,142 @@ fn timeline_entry(
         is_fault,
         label,
     })
+}
+
+/// `oversized_documents` (in `field`), checked.
+fn oversized(
+    cx: &Ctx,
+    at_loc: &Location,
+    field: &str,
+    o: &serde_json::Value,
+    at: Duration,
+    duration: Duration,
+) -> Result<TimelineOp, ExperimentError> {
+    let od: OversizedDocuments = serde_json::from_value(o.clone()).map_err(|e| {
+        cx.err(
+            at_loc,
+            format!("{field}.oversized_documents"),
+            e.to_string(),
+        )
+    })?;
+    if od.count == 0
+        || od.count > 10_000
+        || od.min_pages == 0
+        || od.min_pages > od.max_pages
+        || od.max_pages > 100_000
+    {
+        return Err(cx.err(
+            at_loc,
+            format!("{field}.oversized_documents"),
+            "needs 1 <= count <= 10000 and 1 <= min_pages <= max_pages <= 100000",
+        ));
+    }
+    if od.tenant.trim().is_empty() {
+        return Err(cx.err(
+            at_loc,
+            format!("{field}.oversized_documents.tenant"),
+            "must name the tenant that submits them",
+        ));
+    }
+    if od.spread.is_some_and(|s| at + s >= duration) {
+        return Err(cx.err(
+            at_loc,
+            format!("{field}.oversized_documents.spread"),
+            "the last document would arrive after the run; the spread must end inside it",
+        ));
+    }
+    Ok(TimelineOp::OversizedDocuments(od))
+}
+
+/// An admin command (in `field`), checked by the system's own rules, its
+/// zone known, and a target that can take it.
+fn admin(
+    cx: &Ctx,
+    at_loc: &Location,
+    field: &str,
+    value: &serde_json::Value,
+    zones: &[String],
+    env: &Environment,
+) -> Result<sut::AdminCommand, ExperimentError> {
+    let cmd: sut::AdminCommand = serde_json::from_value(value.clone()).map_err(|e| {
+        cx.err(at_loc, field, format!("{e}; expected one of cache_fill, cache_fill_to_limit, cache_on_full, cache_flush, cache_restart, set_slots, set_gpu_lanes, set_gpu_speed, set_gateway_attempts, zone_fail, zone_recover, zone_outage, zone_restore, stop_allocations, resume_allocations, throttle, oversized_documents, load_spike"))
+    })?;
+    cmd.validate().map_err(|e| match e {
+        sut::AdminError::Field { field: f, why } => {
+            cx.err(at_loc, format!("{field}.{}.{f}", cmd.name()), why)
+        }
+        other => cx.err(at_loc, field, other.to_string()),
+    })?;
+    if let Some(z) = command_zone(&cmd) {
+        if !zones.iter().any(|x| x == z) {
+            return Err(cx.err(
+                at_loc,
+                field,
+                format!("unknown zone {z:?}; zones are {zones:?}"),
+            ));
+        }
+    }
+    if let Environment::External {
+        admin_token: None, ..
+    } = env
+    {
+        return Err(cx.err(at_loc, field, "this target has no admin API (`target.admin_token` not set), so this entry cannot run; remove it or give the token"));
+    }
+    Ok(cmd)
+}
+
+/// Whether an entry of this kind takes a `duration`.
+#[derive(PartialEq)]
+enum Lasting {
+    /// A load spike: its extra arrivals last for it.
+    Required,
+    /// A fault that is undone at its end.
+    Allowed,
+    Refused,
+}
+
+fn lasting(op: &TimelineOp) -> Lasting {
+    match op {
+        TimelineOp::LoadSpike(_) => Lasting::Required,
+        TimelineOp::Admin(_) if op.revert().is_some() => Lasting::Allowed,
+        TimelineOp::Admin(_) | TimelineOp::OversizedDocuments(_) => Lasting::Refused,
+    }
+}
+
+/// The entry's `duration` (`dur`, from `at`): given where it must be,
+/// absent where nothing could undo it, longer than 0s and inside the run.
+fn entry_duration(
+    cx: &Ctx,
+    at_loc: &Location,
+    f: &str,
+    op: &TimelineOp,
+    at: Duration,
+    dur: Option<Duration>,
+    duration: Duration,
+) -> Result<(), ExperimentError> {
+    let field = format!("{f}.duration");
+    let Some(d) = dur else {
+        if lasting(op) == Lasting::Required {
+            return Err(cx.err(at_loc, field, "a load spike needs a duration: how long its extra arrivals last (e.g. `duration: 4s`)"));
+        }
+        return Ok(());
+    };
+    if d.is_zero() {
+        let why = match lasting(op) {
+            Lasting::Required => "must be longer than 0s: how long the extra arrivals last",
+            Lasting::Allowed | Lasting::Refused => {
+                "must be longer than 0s (leave it out for a fault that lasts)"
+            }
+        };
+        return Err(cx.err(at_loc, field, why));
+    }
+    if lasting(op) == Lasting::Refused {
+        return Err(cx.err(at_loc, field, "only zone_fail, zone_outage, set_gpu_speed, stop_allocations, throttle (undone at its end) and load_spike (its extra arrivals last for it) can have a duration"));
+    }
+    if at + d > duration {
+        return Err(cx.err(at_loc, field, "ends after the run"));
+    }
+    Ok(())
 }
 
 fn command_zone(cmd: &sut::AdminCommand) -> Option<&str> {
@@ -224,6 +301,7 @@ fn default_label(op: &TimelineOp) -> String {
             "{} x{} ({}-{} pages)",
             o.tenant, o.count, o.min_pages, o.max_pages
         ),
+        TimelineOp::LoadSpike(s) => super::spike::label(s),
         TimelineOp::Admin(c) => match c {
             CacheFill { entries } => format!("cache fill {entries}"),
             CacheFillToLimit => "cache at limit".into(),
