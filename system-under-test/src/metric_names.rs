@@ -179,11 +179,11 @@ pub const GPU_TENANT_PAGES_TOTAL: Metric =
     counter("sut_gpu_tenant_pages_total", "Pages computed per tenant.");
 pub const GPU_PACED_SECONDS_TOTAL: Metric = counter(
     "sut_gpu_paced_seconds_total",
-    "Back-to-back batches: seconds from one batch's start to the next's, as they ran.",
+    "Back-to-back batches: seconds from one batch's start to the next's, as the GPU loop kept its schedule.",
 );
 pub const GPU_PACED_TARGET_SECONDS_TOTAL: Metric = counter(
     "sut_gpu_paced_target_seconds_total",
-    "The same intervals as the GPU model gives them (page_time / speed, or the real compute when longer).",
+    "The same intervals as the GPU model gives them (page_time / speed).",
 );
 
 // Process-wide.

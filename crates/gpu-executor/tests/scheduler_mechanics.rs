@@ -250,3 +250,43 @@ async fn pacing_counts_back_to_back_batches_only_and_matches_the_model_on_a_paus
     assert_eq!(s.pages_computed, 6);
     assert!((s.paced_secs - expected).abs() < 1e-9, "{s:?}");
 }
+
+/// Batch 1 runs 0-10 ms; the test then jumps the clock to `woke_at`, as a
+/// late timer would wake the loop, and returns when each page was delivered.
+async fn delivered_after_a_late_wake_up(woke_at: Duration) -> (Vec<Duration>, (f64, f64)) {
+    let sched = GpuScheduler::start(cfg(1, 100, SchedulingPolicy::Fifo), cpu());
+    let log = Log::new();
+    let (job, rx) = sched.open_job("t", 1);
+    job.enqueue_all(&pages(1, 4)).expect("room");
+    drop(job);
+    let done = log.collect("t", rx);
+    sleep(PAGE_TIME / 2).await;
+    tokio::time::advance(woke_at - PAGE_TIME / 2).await;
+    done.await.expect("collector");
+    let s = sched.stats();
+    (log.times("t"), (s.paced_secs, s.paced_target_secs))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_late_wake_up_delays_a_batchs_results_but_not_the_next_batch() {
+    let ms = Duration::from_millis;
+    let (times, (run, model)) = delivered_after_a_late_wake_up(ms(13)).await;
+    // The loop woke 3 ms after batch 1's end; batch 2 was queued then, so it
+    // started at 10 ms, not 13 (which would have made it 13, 23, 33, 43).
+    assert_eq!(times, vec![ms(13), ms(20), ms(30), ms(40)]);
+    // Batches 2-4 followed one another on the model's schedule.
+    let expected = (PAGE_TIME * 3).as_secs_f64();
+    assert!((model - expected).abs() < 1e-9 && (run - expected).abs() < 1e-9);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_wake_up_more_than_a_batch_late_restarts_the_schedule_and_shows_as_slow() {
+    let ms = Duration::from_millis;
+    let (times, (run, model)) = delivered_after_a_late_wake_up(ms(25)).await;
+    // 15 ms late, more than a 10-ms batch: batch 2 starts at 25 ms rather
+    // than end at once (and batch 3 with it) to catch up.
+    assert_eq!(times, vec![ms(25), ms(35), ms(45), ms(55)]);
+    // The 15 ms are lost, and the pace says so: 45 ms for 30 of model.
+    assert!((model - 0.030).abs() < 1e-9, "{model}");
+    assert!((run - 0.045).abs() < 1e-9, "{run}");
+}

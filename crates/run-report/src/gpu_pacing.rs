@@ -1,12 +1,14 @@
 //! How closely the emulated GPU kept to its model over a variant.
 //!
 //! Capacity in this system is modeled: a batch of `lanes` pages takes
-//! `page_time / speed` (or the real compute when that is longer), and loads
-//! are stated as shares of that capacity. The scheduler measures the
-//! intervals between back-to-back batches as they really ran against the
-//! model's; when they ran slower, the GPU delivered less than the capacity
-//! every figure is stated against, and the report says so loudly, as it does
-//! for a CPU fallback.
+//! `page_time / speed`, and loads are stated as shares of that capacity. The
+//! scheduler keeps an absolute schedule (a queued batch starts at the
+//! previous one's end) and measures the intervals between back-to-back
+//! batches on it against `page_time / speed` alone: a batch held past its
+//! modeled end by real compute, or started late because the loop woke more
+//! than a batch after that end, makes them longer. When they ran slower, the
+//! GPU delivered less than the capacity every figure is stated against, and
+//! the report says so loudly, as it does for a CPU fallback.
 
 use serde::{Deserialize, Serialize};
 

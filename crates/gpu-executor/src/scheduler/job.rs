@@ -35,6 +35,10 @@ impl JobHandle {
         };
         let room = self.shared.page_queue.saturating_sub(st.queue.len());
         let n = room.min(pages.len());
+        if n > 0 && st.queue.len() == 0 {
+            // The loop starts a batch no earlier than its pages were queued.
+            st.queued_since = tokio::time::Instant::now();
+        }
         for spec in &pages[..n] {
             st.queue.push(self.job, &entry.tenant, *spec);
         }

@@ -76,8 +76,10 @@ pub struct SchedulerStats {
     /// Pages of failed batches.
     pub pages_failed: u64,
     /// Back-to-back batches (queued when the one before ended): seconds from
-    /// one's start to the next's, as they ran, and as the model gives them
-    /// (`page_time / speed`, or the real compute when that was longer). Their
+    /// one's start to the next's on the schedule the loop kept, and as the
+    /// model gives them (`page_time / speed`). A batch is held past its
+    /// modeled end while its real compute runs, and starts late when the loop
+    /// woke more than a batch after the previous end; both count here. Their
     /// ratio is how much slower than its model the emulated GPU ran.
     pub paced_secs: f64,
     pub paced_target_secs: f64,

@@ -38,6 +38,10 @@ pub(crate) struct State {
     pub shutdown: bool,
     pub stats: SchedulerStats,
     pub seen: SeenPages,
+    /// When the queue last went from empty to non-empty (tokio's clock). Only
+    /// meaningful while pages are queued: every such transition is an enqueue,
+    /// which sets it, so it need not be cleared when the queue empties.
+    pub queued_since: tokio::time::Instant,
 }
 
 impl State {
@@ -51,6 +55,7 @@ impl State {
             shutdown: false,
             stats: SchedulerStats::default(),
             seen: SeenPages::new(DEFAULT_GENERATION),
+            queued_since: tokio::time::Instant::now(),
         }
     }
 
