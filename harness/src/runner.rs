@@ -82,27 +82,7 @@ pub async fn run(
     }
     let executor = environment::executor(exp)?;
     let capacity = environment::calibrate(exp, executor.as_deref())?;
-    let info = executor.as_ref().map(|e| e.info().clone());
-    let facts = EnvironmentFacts {
-        kind: exp.environment.kind().into(),
-        gpu_adapter: info
-            .as_ref()
-            .map(|i| i.adapter.clone())
-            .unwrap_or_else(|| "external target (unknown)".into()),
-        gpu_fallback: info.as_ref().is_some_and(|i| i.fallback),
-        gpu_fallback_reason: info.as_ref().and_then(|i| i.fallback_reason.clone()),
-        calibrated_pages_per_sec: capacity.pages_per_sec,
-        calibrated_docs_per_sec: capacity.docs_per_sec,
-        harness_version: env!("CARGO_PKG_VERSION").into(),
-        hostname: std::fs::read_to_string("/etc/hostname")
-            .unwrap_or_default()
-            .trim()
-            .to_string(),
-        cpus: std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1),
-        extra: Default::default(),
-    };
+    let facts = environment_facts(exp, executor.as_deref(), capacity);
     if !opts.quiet {
         eprintln!(
             "harness: {} ({}), seed {}, {} per variant; executor: {}; capacity {:.0} pages/s = {:.1} documents/s per pool",
@@ -139,26 +119,7 @@ pub async fn run(
     }
 
     let run_id = crate::run_id::run_id(started_at, exp.seed);
-    let run = RunData {
-        schema: run_report::RUN_SCHEMA,
-        experiment: exp.name.clone(),
-        description: exp.description.clone(),
-        run_id: run_id.clone(),
-        started_at: started_at.to_rfc3339(),
-        seed: exp.seed,
-        quick: exp.quick,
-        experiment_yaml: exp.source.clone(),
-        environment: facts,
-        analysis: exp.analysis.clone(),
-        expectations: exp
-            .expectations
-            .iter()
-            .filter(|e| runs.iter().any(|r: &VariantRun| r.name == e.variant))
-            .cloned()
-            .collect(),
-        variants: runs,
-        incident_figures: exp.incident.clone(),
-    };
+    let run = run_data(exp, &run_id, started_at, facts, runs);
     let analysis = run_report::analyse(&run);
     let report_dir = opts.out_dir.join(&exp.name).join(&run_id);
     let files = run_report::write_report(&report_dir, &run, &analysis)
@@ -171,6 +132,66 @@ pub async fn run(
         report_dir,
         files,
     })
+}
+
+/// What the report says about where the run ran.
+fn environment_facts(
+    exp: &Experiment,
+    executor: Option<&dyn PageExecutor>,
+    capacity: Capacity,
+) -> EnvironmentFacts {
+    let info = executor.map(|e| e.info().clone());
+    EnvironmentFacts {
+        kind: exp.environment.kind().into(),
+        gpu_adapter: info
+            .as_ref()
+            .map(|i| i.adapter.clone())
+            .unwrap_or_else(|| "external target (unknown)".into()),
+        gpu_fallback: info.as_ref().is_some_and(|i| i.fallback),
+        gpu_fallback_reason: info.as_ref().and_then(|i| i.fallback_reason.clone()),
+        calibrated_pages_per_sec: capacity.pages_per_sec,
+        calibrated_docs_per_sec: capacity.docs_per_sec,
+        harness_version: env!("CARGO_PKG_VERSION").into(),
+        hostname: std::fs::read_to_string("/etc/hostname")
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+        extra: Default::default(),
+    }
+}
+
+/// The recorded run: the experiment, where it ran, the variants that ran
+/// and the expectations about them.
+fn run_data(
+    exp: &Experiment,
+    run_id: &str,
+    started_at: chrono::DateTime<chrono::Utc>,
+    environment: EnvironmentFacts,
+    runs: Vec<VariantRun>,
+) -> RunData {
+    RunData {
+        schema: run_report::RUN_SCHEMA,
+        experiment: exp.name.clone(),
+        description: exp.description.clone(),
+        run_id: run_id.to_string(),
+        started_at: started_at.to_rfc3339(),
+        seed: exp.seed,
+        quick: exp.quick,
+        experiment_yaml: exp.source.clone(),
+        environment,
+        analysis: exp.analysis.clone(),
+        expectations: exp
+            .expectations
+            .iter()
+            .filter(|e| runs.iter().any(|r: &VariantRun| r.name == e.variant))
+            .cloned()
+            .collect(),
+        variants: runs,
+        incident_figures: exp.incident.clone(),
+    }
 }
 
 /// The variant's traffic: the regular arrivals plus the documents the
