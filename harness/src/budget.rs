@@ -27,18 +27,22 @@ pub fn words(d: Duration) -> String {
     humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
 }
 
-/// Whether a plan estimated at `estimate` may run; prints why not. `smaller`
-/// says how to shrink this kind of plan (e.g. "use fewer --seeds").
-pub fn allows(estimate: Duration, budget: Duration, force: bool, smaller: &str) -> bool {
+/// Whether a plan estimated at `estimate` may run; `Err` says why not.
+/// `smaller` says how to shrink this kind of plan (e.g. "use fewer --seeds").
+pub fn check(
+    estimate: Duration,
+    budget: Duration,
+    force: bool,
+    smaller: &str,
+) -> Result<(), String> {
     if estimate <= budget || force {
-        return true;
+        return Ok(());
     }
-    eprintln!(
-        "error: the estimate of {} exceeds the budget of {}; {smaller}, a larger --budget, or --force",
+    Err(format!(
+        "the estimate of {} exceeds the budget of {}; {smaller}, a larger --budget, or --force",
         words(estimate),
         words(budget)
-    );
-    false
+    ))
 }
 
 #[cfg(test)]
@@ -48,9 +52,9 @@ mod tests {
     #[test]
     fn over_budget_needs_force() {
         let (m, h) = (Duration::from_secs(60), Duration::from_secs(3600));
-        assert!(allows(m, h, false, "x"));
-        assert!(!allows(h, m, false, "x"));
-        assert!(allows(h, m, true, "x"));
+        assert!(check(m, h, false, "x").is_ok());
+        assert!(check(h, m, false, "x").is_err());
+        assert!(check(h, m, true, "x").is_ok());
         assert_eq!(words(Duration::from_millis(61_500)), "1m 1s");
     }
 }

@@ -67,14 +67,9 @@ pub fn install_ctrl_c(stop: Arc<StopSignal>) {
     }
 }
 
-/// [`runtime_with_ctrl_c`] for a command's `main`: prints why it failed and
-/// gives the exit code (2, a setup error).
-pub fn runtime_or_exit(
-) -> Result<(tokio::runtime::Runtime, Arc<StopSignal>), std::process::ExitCode> {
-    runtime_with_ctrl_c().map_err(|e| {
-        eprintln!("error: {e}");
-        std::process::ExitCode::from(2)
-    })
+/// [`runtime_with_ctrl_c`] for a command: its failure is a setup error.
+pub fn cli_runtime() -> Result<(tokio::runtime::Runtime, Arc<StopSignal>), crate::exit::CliError> {
+    runtime_with_ctrl_c().map_err(crate::exit::CliError::new)
 }
 
 /// The runtime of a harness command, with the Ctrl-C handler installed first

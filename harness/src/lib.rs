@@ -19,6 +19,7 @@ pub mod containers;
 pub mod cost;
 pub mod cpu;
 pub mod environment;
+pub mod exit;
 pub mod experiment;
 pub mod http;
 pub mod interrupt;

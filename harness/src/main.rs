@@ -5,8 +5,9 @@
 //! still written).
 
 use clap::{Parser, Subcommand};
+use harness::exit::{self, CliError, Finished};
 use harness::experiment;
-use harness::interrupt::runtime_or_exit;
+use harness::interrupt::cli_runtime;
 use harness::runner::{self, RunOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -87,26 +88,7 @@ enum Command {
     },
     /// Which defect caused it? Runs before-fix with one fix at a time and
     /// after-fix without one fix at a time, and classifies each defect and fix.
-    Ablate {
-        experiment: PathBuf,
-        /// Use the experiment's quick form for every run.
-        #[arg(long)]
-        quick: bool,
-        #[arg(long, default_value = "before-fix")]
-        before: String,
-        #[arg(long, default_value = "after-fix")]
-        after: String,
-        /// Refuse plans estimated to take longer than this (e.g. 10m).
-        #[arg(long, default_value = "10m")]
-        budget: humantime::Duration,
-        /// Run even when the estimate exceeds the budget.
-        #[arg(long)]
-        force: bool,
-        #[arg(long, default_value = "reports")]
-        out: PathBuf,
-        #[arg(long)]
-        seed: Option<u64>,
-    },
+    Ablate(AblateArgs),
     /// Benchmarks the harness itself: load ceiling vs wrk, the service's hot
     /// path, the page executors, and peak memory through a retry storm.
     Bench {
@@ -148,6 +130,28 @@ enum Command {
     Render(harness::render::RenderCommand),
 }
 
+#[derive(clap::Args)]
+struct AblateArgs {
+    experiment: PathBuf,
+    /// Use the experiment's quick form for every run.
+    #[arg(long)]
+    quick: bool,
+    #[arg(long, default_value = "before-fix")]
+    before: String,
+    #[arg(long, default_value = "after-fix")]
+    after: String,
+    /// Refuse plans estimated to take longer than this (e.g. 10m).
+    #[arg(long, default_value = "10m")]
+    budget: humantime::Duration,
+    /// Run even when the estimate exceeds the budget.
+    #[arg(long)]
+    force: bool,
+    #[arg(long, default_value = "reports")]
+    out: PathBuf,
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
 fn main() -> ExitCode {
     // Before any thread: the Vulkan loader's spurious "error:" line otherwise.
     gpu_executor::ensure_runtime_dir();
@@ -159,27 +163,15 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    exit::code(command(cli))
+}
+
+/// Runs the command line's command; [`exit::code`] turns its result into
+/// the exit code.
+fn command(cli: Cli) -> Result<Finished, CliError> {
     match cli.command {
         Some(Command::Validate { experiment, .. }) => validate(&experiment),
-        Some(Command::Ablate {
-            experiment,
-            quick,
-            before,
-            after,
-            budget,
-            force,
-            out,
-            seed,
-        }) => ablate(
-            &experiment,
-            quick,
-            &before,
-            &after,
-            *budget,
-            force,
-            out,
-            seed,
-        ),
+        Some(Command::Ablate(args)) => ablate(args),
         Some(Command::Bench {
             quick,
             only,
@@ -190,98 +182,63 @@ fn main() -> ExitCode {
         Some(Command::Threshold(args)) => harness::threshold::cli(args),
         Some(Command::Agent(args)) => agent(args),
         Some(Command::Render(harness::render::RenderCommand::K8s(args))) => {
-            match harness::render::k8s_to_dir(&args) {
-                Ok(files) => {
-                    for f in files {
-                        println!("{}", f.display());
-                    }
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(2)
-                }
+            let files = harness::render::k8s_to_dir(&args).map_err(CliError::new)?;
+            for f in files {
+                println!("{}", f.display());
             }
+            Ok(Finished::Passed)
         }
         None => match cli.run.experiment.clone() {
             Some(path) => run(path, cli.run),
-            None => {
-                eprintln!("usage: harness <EXPERIMENT.yaml> [--quick] [--out DIR] | harness validate <EXPERIMENT.yaml>");
-                ExitCode::from(2)
-            }
+            None => Err(CliError::Line(
+                "usage: harness <EXPERIMENT.yaml> [--quick] [--out DIR] | harness validate <EXPERIMENT.yaml>".into(),
+            )),
         },
     }
 }
 
-fn validate(path: &std::path::Path) -> ExitCode {
-    match experiment::load_forms(path) {
-        Ok((full, quick)) => {
-            // The rule files are the same in both forms: promtool judges them once.
-            if let Some(a) = &full.alerts {
-                if let Err(e) = harness::prometheus::check_rules(a) {
-                    eprintln!("error: {}: alerts.rules: {e}", path.display());
-                    return ExitCode::from(2);
-                }
-            }
-            for e in std::iter::once(&full).chain(quick.as_ref()) {
-                println!(
-                    "{}: ok{} — {} variant(s), {} timeline entries, {} expectations, {} per variant",
-                    path.display(),
-                    if e.quick { " (quick form)" } else { "" },
-                    e.variants.len(),
-                    e.timeline.len(),
-                    e.expectations.len(),
-                    humantime::format_duration(e.duration)
-                );
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
+fn validate(path: &std::path::Path) -> Result<Finished, CliError> {
+    let (full, quick) = experiment::load_forms(path).map_err(CliError::new)?;
+    // The rule files are the same in both forms: promtool judges them once.
+    if let Some(a) = &full.alerts {
+        harness::prometheus::check_rules(a)
+            .map_err(|e| CliError::new(format_args!("{}: alerts.rules: {e}", path.display())))?;
     }
+    for e in std::iter::once(&full).chain(quick.as_ref()) {
+        println!(
+            "{}: ok{} — {} variant(s), {} timeline entries, {} expectations, {} per variant",
+            path.display(),
+            if e.quick { " (quick form)" } else { "" },
+            e.variants.len(),
+            e.timeline.len(),
+            e.expectations.len(),
+            humantime::format_duration(e.duration)
+        );
+    }
+    Ok(Finished::Passed)
 }
 
-/// Loads and validates an experiment (exit code 2 with the located error
-/// printed if it is bad), with the seed overridden when one is given.
+/// Loads and validates an experiment (the located error if it is bad),
+/// with the seed overridden when one is given.
 fn load(
     path: &std::path::Path,
     quick: bool,
     seed: Option<u64>,
-) -> Result<experiment::Experiment, ExitCode> {
-    let mut exp = experiment::load(path, quick).map_err(|e| {
-        eprintln!("error: {e}");
-        ExitCode::from(2)
-    })?;
+) -> Result<experiment::Experiment, CliError> {
+    let mut exp = experiment::load(path, quick).map_err(CliError::new)?;
     if let Some(s) = seed {
         exp.seed = s;
     }
     Ok(exp)
 }
 
-fn run(path: PathBuf, args: RunArgs) -> ExitCode {
-    let mut exp = match load(&path, args.quick, args.seed) {
-        Ok(e) => e,
-        Err(code) => return code,
-    };
+fn run(path: PathBuf, args: RunArgs) -> Result<Finished, CliError> {
+    let mut exp = load(&path, args.quick, args.seed)?;
     if let Some(env) = &args.environment {
-        if let Err(e) = exp.set_environment(*env) {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        exp.set_environment(*env).map_err(CliError::new)?;
     }
-    let (rt, stop) = match runtime_or_exit() {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
-    let agents = match agent_options(&path, &exp, &args) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let (rt, stop) = cli_runtime()?;
+    let agents = agent_options(&path, &exp, &args).map_err(CliError::new)?;
     let opts = RunOptions {
         out_dir: args.out.clone(),
         quiet: args.quiet,
@@ -289,14 +246,9 @@ fn run(path: PathBuf, args: RunArgs) -> ExitCode {
         agents,
         deployed: args.deployed.clone(),
     };
-    let outcome = rt.block_on(runner::run(&exp, &opts, stop.clone()));
-    let outcome = match outcome {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            return ExitCode::from(2);
-        }
-    };
+    let outcome = rt
+        .block_on(runner::run(&exp, &opts, stop.clone()))
+        .map_err(|e| CliError::new(format_args!("{e:#}")))?;
     print_summary(&outcome, args.quiet);
     if args.json {
         println!(
@@ -309,13 +261,9 @@ fn run(path: PathBuf, args: RunArgs) -> ExitCode {
             "interrupted: {}; the report holds what was measured",
             stop.reason().unwrap_or_default()
         );
-        return ExitCode::from(130);
+        return Ok(Finished::Interrupted);
     }
-    if outcome.analysis.all_passed {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    Ok(Finished::passed_if(outcome.analysis.all_passed))
 }
 
 /// `--agents`, `--agent-listen`, `--deployed`: checked before anything runs.
@@ -387,32 +335,24 @@ fn agent_options(
     }))
 }
 
-fn agent(args: harness::agent::AgentArgs) -> ExitCode {
-    let (rt, stop) = match runtime_or_exit() {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
-    match rt.block_on(harness::agent::run(args, stop)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("harness agent: error: {e:#}");
-            ExitCode::from(2)
-        }
-    }
+fn agent(args: harness::agent::AgentArgs) -> Result<Finished, CliError> {
+    let (rt, stop) = cli_runtime()?;
+    rt.block_on(harness::agent::run(args, stop))
+        .map_err(|e| CliError::Line(format!("harness agent: error: {e:#}")))?;
+    Ok(Finished::Passed)
 }
 
-fn report(dir: &std::path::Path, with: Option<&std::path::Path>, quiet: bool) -> ExitCode {
-    let mut run = match run_report::read_run(dir) {
-        Ok(r) => r,
-        Err(e @ run_report::ReportError::Io { .. }) => {
-            eprintln!("error: {e} (a report directory written by this harness holds run.json)");
-            return ExitCode::from(2);
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+fn report(
+    dir: &std::path::Path,
+    with: Option<&std::path::Path>,
+    quiet: bool,
+) -> Result<Finished, CliError> {
+    let mut run = run_report::read_run(dir).map_err(|e| match e {
+        run_report::ReportError::Io { .. } => CliError::new(format_args!(
+            "{e} (a report directory written by this harness holds run.json)"
+        )),
+        e => CliError::new(e),
+    })?;
     if run.schema < run_report::RUN_SCHEMA {
         eprintln!(
             "note: {} was recorded with run schema {} (this harness writes {}): judged again \
@@ -424,10 +364,7 @@ fn report(dir: &std::path::Path, with: Option<&std::path::Path>, quiet: bool) ->
         );
     }
     if let Some(file) = with {
-        let exp = match load(file, run.quick, None) {
-            Ok(e) => e,
-            Err(code) => return code,
-        };
+        let exp = load(file, run.quick, None)?;
         run.expectations = exp
             .expectations
             .into_iter()
@@ -437,13 +374,7 @@ fn report(dir: &std::path::Path, with: Option<&std::path::Path>, quiet: bool) ->
         run.incident_figures = exp.incident;
     }
     let analysis = run_report::analyse(&run);
-    let files = match run_report::write_report(dir, &run, &analysis) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let files = run_report::write_report(dir, &run, &analysis).map_err(CliError::new)?;
     let outcome = runner::RunOutcome {
         interrupted: run.variants.iter().any(|v| v.interrupted),
         report_dir: dir.to_path_buf(),
@@ -452,36 +383,14 @@ fn report(dir: &std::path::Path, with: Option<&std::path::Path>, quiet: bool) ->
         run,
     };
     print_summary(&outcome, quiet);
-    if outcome.analysis.all_passed {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    Ok(Finished::passed_if(outcome.analysis.all_passed))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn ablate(
-    path: &std::path::Path,
-    quick: bool,
-    before: &str,
-    after: &str,
-    budget: std::time::Duration,
-    force: bool,
-    out: PathBuf,
-    seed: Option<u64>,
-) -> ExitCode {
+fn ablate(args: AblateArgs) -> Result<Finished, CliError> {
     use harness::ablate;
-    let exp = match load(path, quick, seed) {
-        Ok(e) => e,
-        Err(code) => return code,
-    };
-    let plan = match ablate::plan(&exp, before, after) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            return ExitCode::from(2);
-        }
-    };
+    let exp = load(&args.experiment, args.quick, args.seed)?;
+    let plan = ablate::plan(&exp, &args.before, &args.after)
+        .map_err(|e| CliError::new(format_args!("{e:#}")))?;
     let est = ablate::estimate(&plan);
     eprintln!(
         "ablation of {}: {} fix groups ({}), {} runs, estimated {}",
@@ -495,24 +404,15 @@ fn ablate(
         plan.experiment.variants.len(),
         humantime::format_duration(std::time::Duration::from_secs(est.as_secs()))
     );
-    if !harness::budget::allows(est, budget, force, "use --quick") {
-        return ExitCode::from(2);
-    }
-    let (rt, stop) = match runtime_or_exit() {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
+    harness::budget::check(est, *args.budget, args.force, "use --quick").map_err(CliError::new)?;
+    let (rt, stop) = cli_runtime()?;
     let opts = RunOptions {
-        out_dir: out,
+        out_dir: args.out,
         ..RunOptions::default()
     };
-    let outcome = match rt.block_on(runner::run(&plan.experiment, &opts, stop.clone())) {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            return ExitCode::from(2);
-        }
-    };
+    let outcome = rt
+        .block_on(runner::run(&plan.experiment, &opts, stop.clone()))
+        .map_err(|e| CliError::new(format_args!("{e:#}")))?;
     let c = ablate::classify(
         &plan.groups,
         &plan.before,
@@ -521,21 +421,19 @@ fn ablate(
     );
     print!("{}", run_report::ablation::ablation_table(&c));
     let png = std::fs::read(outcome.report_dir.join("charts/waves.png")).ok();
-    if let Err(e) = run_report::ablation::write_ablation(
+    run_report::ablation::write_ablation(
         &outcome.report_dir,
         &exp.name,
         &c,
         "index.html",
         png.as_deref(),
-    ) {
-        eprintln!("error: writing the ablation's page: {e}");
-        return ExitCode::from(2);
-    }
+    )
+    .map_err(|e| CliError::new(format_args!("writing the ablation's page: {e}")))?;
     eprintln!("ablation: {}/ablation.html", outcome.report_dir.display());
     if outcome.interrupted {
-        return ExitCode::from(130);
+        return Ok(Finished::Interrupted);
     }
-    ExitCode::SUCCESS
+    Ok(Finished::Passed)
 }
 
 fn print_summary(o: &runner::RunOutcome, quiet: bool) {

@@ -110,11 +110,26 @@ pub fn plan(exp: &Experiment, variant: &str, capacity_docs_per_sec: f64) -> Vec<
         .collect()
 }
 
+/// A command that empties (part of) the cache, whose residue is the refill.
 fn is_cache_emptying(c: &sut::AdminCommand) -> bool {
-    matches!(
-        c,
-        sut::AdminCommand::CacheFlush { .. } | sut::AdminCommand::CacheRestart
-    )
+    use sut::AdminCommand::*;
+    match c {
+        CacheFlush { .. } | CacheRestart => true,
+        CacheFill { .. }
+        | CacheFillToLimit
+        | CacheOnFull { .. }
+        | SetSlots { .. }
+        | SetGpuLanes { .. }
+        | SetGpuSpeed { .. }
+        | SetGatewayAttempts { .. }
+        | ZoneFail { .. }
+        | ZoneRecover { .. }
+        | ZoneOutage { .. }
+        | ZoneRestore { .. }
+        | StopAllocations { .. }
+        | ResumeAllocations { .. }
+        | Throttle { .. } => false,
+    }
 }
 
 /// The residues of cache flushes and restarts, from the recorded seconds:

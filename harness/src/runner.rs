@@ -6,20 +6,25 @@
 //! → wait for every journey → final scrape → stop the environment. An
 //! interrupted or broken variant still yields what was measured.
 
+use crate::agent::coordinator::Coordinator;
 use crate::environment::{self, Target};
-use crate::experiment::{Experiment, TimelineOp, Variant};
+use crate::experiment::{Experiment, TimelineEntry, TimelineOp, Variant};
 use crate::interrupt::StopSignal;
 use crate::load::{self, LoadPlan, LoadWindow};
 use crate::progress::Progress;
 use crate::recorder::Recorder;
+use crate::scrape::Scrape;
 use crate::timeline::{self, AdminApi};
 use crate::workload::{self, Document};
 use anyhow::Context;
 use gpu_executor::PageExecutor;
-use run_report::{EnvironmentFacts, RunData, VariantRun};
+use run_report::{EnvironmentFacts, RunData, Second, TimelineEvent, TriggerSpan, VariantRun};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 /// Options from the command line.
@@ -77,27 +82,7 @@ pub async fn run(
     }
     let executor = environment::executor(exp)?;
     let capacity = environment::calibrate(exp, executor.as_deref())?;
-    let info = executor.as_ref().map(|e| e.info().clone());
-    let facts = EnvironmentFacts {
-        kind: exp.environment.kind().into(),
-        gpu_adapter: info
-            .as_ref()
-            .map(|i| i.adapter.clone())
-            .unwrap_or_else(|| "external target (unknown)".into()),
-        gpu_fallback: info.as_ref().is_some_and(|i| i.fallback),
-        gpu_fallback_reason: info.as_ref().and_then(|i| i.fallback_reason.clone()),
-        calibrated_pages_per_sec: capacity.pages_per_sec,
-        calibrated_docs_per_sec: capacity.docs_per_sec,
-        harness_version: env!("CARGO_PKG_VERSION").into(),
-        hostname: std::fs::read_to_string("/etc/hostname")
-            .unwrap_or_default()
-            .trim()
-            .to_string(),
-        cpus: std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1),
-        extra: Default::default(),
-    };
+    let facts = environment_facts(exp, executor.as_deref(), capacity);
     if !opts.quiet {
         eprintln!(
             "harness: {} ({}), seed {}, {} per variant; executor: {}; capacity {:.0} pages/s = {:.1} documents/s per pool",
@@ -134,26 +119,7 @@ pub async fn run(
     }
 
     let run_id = crate::run_id::run_id(started_at, exp.seed);
-    let run = RunData {
-        schema: run_report::RUN_SCHEMA,
-        experiment: exp.name.clone(),
-        description: exp.description.clone(),
-        run_id: run_id.clone(),
-        started_at: started_at.to_rfc3339(),
-        seed: exp.seed,
-        quick: exp.quick,
-        experiment_yaml: exp.source.clone(),
-        environment: facts,
-        analysis: exp.analysis.clone(),
-        expectations: exp
-            .expectations
-            .iter()
-            .filter(|e| runs.iter().any(|r: &VariantRun| r.name == e.variant))
-            .cloned()
-            .collect(),
-        variants: runs,
-        incident_figures: exp.incident.clone(),
-    };
+    let run = run_data(exp, &run_id, started_at, facts, runs);
     let analysis = run_report::analyse(&run);
     let report_dir = opts.out_dir.join(&exp.name).join(&run_id);
     let files = run_report::write_report(&report_dir, &run, &analysis)
@@ -166,6 +132,66 @@ pub async fn run(
         report_dir,
         files,
     })
+}
+
+/// What the report says about where the run ran.
+fn environment_facts(
+    exp: &Experiment,
+    executor: Option<&dyn PageExecutor>,
+    capacity: Capacity,
+) -> EnvironmentFacts {
+    let info = executor.map(|e| e.info().clone());
+    EnvironmentFacts {
+        kind: exp.environment.kind().into(),
+        gpu_adapter: info
+            .as_ref()
+            .map(|i| i.adapter.clone())
+            .unwrap_or_else(|| "external target (unknown)".into()),
+        gpu_fallback: info.as_ref().is_some_and(|i| i.fallback),
+        gpu_fallback_reason: info.as_ref().and_then(|i| i.fallback_reason.clone()),
+        calibrated_pages_per_sec: capacity.pages_per_sec,
+        calibrated_docs_per_sec: capacity.docs_per_sec,
+        harness_version: env!("CARGO_PKG_VERSION").into(),
+        hostname: std::fs::read_to_string("/etc/hostname")
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+        extra: Default::default(),
+    }
+}
+
+/// The recorded run: the experiment, where it ran, the variants that ran
+/// and the expectations about them.
+fn run_data(
+    exp: &Experiment,
+    run_id: &str,
+    started_at: chrono::DateTime<chrono::Utc>,
+    environment: EnvironmentFacts,
+    runs: Vec<VariantRun>,
+) -> RunData {
+    RunData {
+        schema: run_report::RUN_SCHEMA,
+        experiment: exp.name.clone(),
+        description: exp.description.clone(),
+        run_id: run_id.to_string(),
+        started_at: started_at.to_rfc3339(),
+        seed: exp.seed,
+        quick: exp.quick,
+        experiment_yaml: exp.source.clone(),
+        environment,
+        analysis: exp.analysis.clone(),
+        expectations: exp
+            .expectations
+            .iter()
+            .filter(|e| runs.iter().any(|r: &VariantRun| r.name == e.variant))
+            .cloned()
+            .collect(),
+        variants: runs,
+        incident_figures: exp.incident.clone(),
+    }
 }
 
 /// The variant's traffic: the regular arrivals plus the documents the
@@ -221,236 +247,479 @@ async fn drive_variant(
     stop: Arc<StopSignal>,
     opts: &RunOptions,
 ) -> anyhow::Result<VariantRun> {
-    let quiet = opts.quiet;
-    let http = reqwest::Client::builder()
-        .pool_idle_timeout(Duration::from_secs(5))
-        .build()
-        .context("building the HTTP client")?;
-    let base = target.base_url.clone();
-    let docs = plan_documents(exp, capacity);
-    let drain = {
-        let (timeout, attempts) = v.client.slowest();
-        load::drain_time(timeout, attempts)
-    };
-    // The agents first: the clock starts once every one of them is there.
-    let mut coordinator = match &opts.agents {
-        Some(a) => {
-            let expected = crate::agent::coordinator::Expected {
-                experiment_hash: crate::agent::protocol::experiment_hash(&exp.source, exp.quick),
-                seed: exp.seed,
-                of: a.count,
-            };
-            let (listen, source) = agent_source(exp, a, target).await?;
-            let mut c =
-                crate::agent::coordinator::Coordinator::start(listen, expected, &source).await?;
-            c.wait_for_agents(a.join_timeout).await?;
-            Some(c)
-        }
-        None => None,
-    };
-    let monitor = match &exp.alerts {
-        Some(a) => Some(crate::prometheus::Monitor::start(a, &base, &v.name).await?),
-        None => None,
-    };
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let admin = target.admin_token.as_ref().map(|token| AdminApi {
-        client: http.clone(),
-        base_url: base.clone(),
-        token: token.clone(),
-        containers: target.zone_containers(),
-    });
-    let mut entries: Vec<_> = exp
-        .timeline
-        .iter()
-        .filter(|e| e.applies_to(&v.name))
-        .cloned()
-        .collect();
-    timeline::set_up(&mut entries, admin.as_ref(), &events).await;
-    // Agents need the plan delivered and their schedule computed first.
-    let lead = Duration::from_millis(if coordinator.is_some() { 1500 } else { 300 });
-    let start = Instant::now() + lead;
-    let wall_start = std::time::SystemTime::now() + lead;
-    let load_end = start + exp.duration;
-    let hard_stop = load_end + drain;
-    let total_secs = (exp.duration + drain).as_secs() as usize + 2;
-    let recorder = Arc::new(Recorder::new(start, total_secs));
-    if let Some(m) = &monitor {
-        m.attach(recorder.clone());
+    VariantDrive::connect(exp, v, target, capacity, stop, opts)
+        .await?
+        .run(opts.quiet)
+        .await
+}
+
+/// One variant's run against its started target, phase by phase:
+/// [`connect`](Self::connect) (HTTP client, load agents, Prometheus monitor),
+/// [`set_up_timeline`](Self::set_up_timeline) (the initial actions, before
+/// the clock), [`start_watchers`](Self::start_watchers) (timeline, residue
+/// watcher, [`Sampler`]), [`drive`](Self::drive) (the load and its cost),
+/// [`teardown`](Self::teardown) (watchers stopped; seconds, residues and
+/// alerts collected) and [`assemble`](Self::assemble) (the [`VariantRun`]).
+struct VariantDrive<'a> {
+    exp: &'a Experiment,
+    v: &'a Variant,
+    target: &'a Target,
+    capacity: Capacity,
+    stop: Arc<StopSignal>,
+    /// Client for the target's /metrics and admin API.
+    http: reqwest::Client,
+    /// The target's base URL.
+    base: String,
+    /// The seeded documents, planned before the clock starts; taken by the load.
+    docs: Vec<Document>,
+    /// The load agents (`--agents`), every one joined; `None`: the load
+    /// runs in this process.
+    coordinator: Option<Coordinator>,
+    /// The experiment's Prometheus with its alert rules (`alerts:`).
+    monitor: Option<crate::prometheus::Monitor>,
+    /// What the timeline did, in order.
+    events: Arc<Mutex<Vec<TimelineEvent>>>,
+}
+
+/// When a variant's load starts and ends.
+#[derive(Debug, Clone, Copy)]
+struct Clock {
+    start: Instant,
+    /// `start` on the wall clock (Prometheus's alert history is read by it).
+    wall_start: SystemTime,
+    load_end: Instant,
+    /// The load's end plus the slowest client's drain: every journey is over.
+    hard_stop: Instant,
+    /// Seconds recorded: load and drain, and two more.
+    total_secs: usize,
+}
+
+/// What every phase from the clock's start on records into.
+struct Running {
+    clock: Clock,
+    recorder: Arc<Recorder>,
+    progress: Progress,
+}
+
+/// The tasks that watch the variant while its load runs.
+struct Watchers {
+    /// Tells the residue watcher and the sampler that the load is over.
+    done: watch::Sender<bool>,
+    timeline: JoinHandle<()>,
+    residues: JoinHandle<Vec<TriggerSpan>>,
+    sampler: JoinHandle<(Vec<Second>, Scrape)>,
+}
+
+/// What the load phase gave.
+struct Driven {
+    load: anyhow::Result<load::LoadOutcome>,
+    agents: Vec<run_report::AgentRecord>,
+    cost: run_report::HarnessCost,
+}
+
+/// What teardown collected for [`VariantDrive::assemble`].
+struct Collected {
+    seconds: Vec<Second>,
+    /// The last scrape: the system's totals.
+    last: Scrape,
+    triggers: Vec<TriggerSpan>,
+    alerts: Vec<run_report::AlertHistory>,
+    load: load::LoadOutcome,
+    agents: Vec<run_report::AgentRecord>,
+    cost: run_report::HarnessCost,
+    unmeasured: BTreeMap<String, String>,
+}
+
+impl<'a> VariantDrive<'a> {
+    /// Plans the traffic, then joins the agents (the clock starts once every
+    /// one of them is there) and starts the monitor.
+    async fn connect(
+        exp: &'a Experiment,
+        v: &'a Variant,
+        target: &'a Target,
+        capacity: Capacity,
+        stop: Arc<StopSignal>,
+        opts: &RunOptions,
+    ) -> anyhow::Result<VariantDrive<'a>> {
+        let http = reqwest::Client::builder()
+            .pool_idle_timeout(Duration::from_secs(5))
+            .build()
+            .context("building the HTTP client")?;
+        let base = target.base_url.clone();
+        let docs = plan_documents(exp, capacity);
+        let coordinator = match &opts.agents {
+            Some(a) => Some(join_agents(exp, a, target).await?),
+            None => None,
+        };
+        let monitor = match &exp.alerts {
+            Some(a) => Some(crate::prometheus::Monitor::start(a, &base, &v.name).await?),
+            None => None,
+        };
+        Ok(VariantDrive {
+            exp,
+            v,
+            target,
+            capacity,
+            stop,
+            http,
+            base,
+            docs,
+            coordinator,
+            monitor,
+            events: Arc::new(Mutex::new(Vec::new())),
+        })
     }
-    let progress = Progress::new(&v.name, exp.duration, quiet);
 
-    let baseline = crate::scrape::scrape(&http, &base).await.map_err(|e| {
-        anyhow::anyhow!("the system under test at {base} does not answer /metrics: {e}")
-    })?;
-    let unmeasured = unmeasured(&crate::scrape::missing(&baseline), &v.name);
+    /// The phases in order; an error in one still drops (stops) what the
+    /// earlier ones started.
+    async fn run(mut self, quiet: bool) -> anyhow::Result<VariantRun> {
+        let (entries, admin) = self.set_up_timeline().await;
+        let clock = self.clock();
+        let running = Running {
+            clock,
+            recorder: Arc::new(Recorder::new(clock.start, clock.total_secs)),
+            progress: Progress::new(&self.v.name, self.exp.duration, quiet),
+        };
+        if let Some(m) = &self.monitor {
+            m.attach(running.recorder.clone());
+        }
+        let baseline = crate::scrape::scrape(&self.http, &self.base)
+            .await
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "the system under test at {} does not answer /metrics: {e}",
+                    self.base
+                )
+            })?;
+        let unmeasured = unmeasured(&crate::scrape::missing(&baseline), &self.v.name);
+        let watchers = self.start_watchers(entries, admin, &running, baseline);
+        let driven = self.drive(&running).await;
+        let collected = self
+            .teardown(watchers, driven, &running, unmeasured)
+            .await?;
+        Ok(self.assemble(collected, &running.recorder))
+    }
 
-    let (done_tx, mut done_rx) = tokio::sync::watch::channel(false);
-    let timeline_task = tokio::spawn(timeline::run(entries, start, admin.clone(), events.clone()));
-    let residues = {
-        let mut done = done_rx.clone();
-        tokio::spawn(crate::residue::watch(
-            crate::residue::plan(exp, &v.name, capacity.docs_per_sec),
+    /// The variant's timeline entries after the initial actions (at 0 s,
+    /// no trigger, no duration) were applied, and its admin API.
+    async fn set_up_timeline(&self) -> (Vec<TimelineEntry>, Option<AdminApi>) {
+        let admin = self.target.admin_token.as_ref().map(|token| AdminApi {
+            client: self.http.clone(),
+            base_url: self.base.clone(),
+            token: token.clone(),
+            containers: self.target.zone_containers(),
+        });
+        let mut entries: Vec<_> = self
+            .exp
+            .timeline
+            .iter()
+            .filter(|e| e.applies_to(&self.v.name))
+            .cloned()
+            .collect();
+        timeline::set_up(&mut entries, admin.as_ref(), &self.events).await;
+        (entries, admin)
+    }
+
+    /// The clock, started now plus the lead the load needs.
+    fn clock(&self) -> Clock {
+        let drain = {
+            let (timeout, attempts) = self.v.client.slowest();
+            load::drain_time(timeout, attempts)
+        };
+        // Agents need the plan delivered and their schedule computed first.
+        let lead = Duration::from_millis(if self.coordinator.is_some() {
+            1500
+        } else {
+            300
+        });
+        let start = Instant::now() + lead;
+        let load_end = start + self.exp.duration;
+        Clock {
             start,
-            recorder.clone(),
-            admin,
-            async move {
-                let _ = done.wait_for(|d| *d).await;
-            },
-        ))
-    };
+            wall_start: SystemTime::now() + lead,
+            load_end,
+            hard_stop: load_end + drain,
+            total_secs: (self.exp.duration + drain).as_secs() as usize + 2,
+        }
+    }
 
-    // Sampler: one row per second until the load (and its drain) is over.
-    let sampler = {
-        let http = http.clone();
-        let base = base.clone();
-        let recorder = recorder.clone();
-        let stop = stop.clone();
-        let progress = progress.clone();
-        let offered = crate::spike::Offered::new(exp, capacity.docs_per_sec);
-        let duration = exp.duration;
-        let agents = coordinator.is_some();
-        tokio::spawn(async move {
-            let mut prev = baseline;
-            let mut rows = Vec::new();
-            let mut failures = 0;
-            for t in 0..total_secs {
-                let at = start + Duration::from_secs(t as u64 + 1);
-                tokio::select! {
-                    _ = tokio::time::sleep_until(at) => {},
-                    _ = done_rx.wait_for(|d| *d) => {},
-                }
-                // With agents a second's events may still be on their way:
-                // read without folding now, exactly once every agent is done.
-                let mut row = if agents {
-                    recorder.peek(t)
-                } else {
-                    recorder.second(t)
-                };
-                let mid = Duration::from_millis(t as u64 * 1000 + 500);
-                if mid < duration {
-                    row.offered_rate = offered.rate_at(mid);
-                }
-                match crate::scrape::scrape(&http, &base).await {
-                    Ok(now) => {
-                        failures = 0;
-                        crate::scrape::fill_second(&mut row, &now, &prev);
-                        prev = now;
-                    }
-                    Err(e) => {
-                        failures += 1;
-                        tracing::warn!("scrape at {t}s failed: {e}");
-                        if failures >= 3 {
-                            stop.trigger(&format!(
-                                "the system under test stopped answering /metrics: {e}"
-                            ));
-                        }
-                    }
-                }
-                progress.second(&row);
-                rows.push(row);
-                if *done_rx.borrow() {
-                    break;
+    /// Starts the timeline, the residue watcher and the sampler.
+    fn start_watchers(
+        &self,
+        entries: Vec<TimelineEntry>,
+        admin: Option<AdminApi>,
+        r: &Running,
+        baseline: Scrape,
+    ) -> Watchers {
+        let (done, done_rx) = watch::channel(false);
+        let start = r.clock.start;
+        let timeline = tokio::spawn(timeline::run(
+            entries,
+            start,
+            admin.clone(),
+            self.events.clone(),
+        ));
+        let residues = {
+            let mut done = done_rx.clone();
+            tokio::spawn(crate::residue::watch(
+                crate::residue::plan(self.exp, &self.v.name, self.capacity.docs_per_sec),
+                start,
+                r.recorder.clone(),
+                admin,
+                async move {
+                    let _ = done.wait_for(|d| *d).await;
+                },
+            ))
+        };
+        let sampler = Sampler {
+            http: self.http.clone(),
+            base: self.base.clone(),
+            recorder: r.recorder.clone(),
+            stop: self.stop.clone(),
+            progress: r.progress.clone(),
+            offered: crate::spike::Offered::new(self.exp, self.capacity.docs_per_sec),
+            duration: self.exp.duration,
+            agents: self.coordinator.is_some(),
+            start,
+            total_secs: r.clock.total_secs,
+        };
+        Watchers {
+            done,
+            timeline,
+            residues,
+            sampler: tokio::spawn(sampler.run(baseline, done_rx)),
+        }
+    }
+
+    /// Drives the load, in this process or through the agents, and
+    /// measures what it cost.
+    async fn drive(&mut self, r: &Running) -> Driven {
+        let plan = LoadPlan::for_variant(
+            self.exp,
+            self.v,
+            self.base.clone(),
+            std::mem::take(&mut self.docs),
+            LoadWindow {
+                start: r.clock.start,
+                load_end: r.clock.load_end,
+                hard_stop: r.clock.hard_stop,
+            },
+            r.recorder.clone(),
+            self.stop.clone(),
+        );
+        let meter = crate::cost::CostMeter::start(self.target);
+        let driven = match self.coordinator.as_mut() {
+            None => {
+                let (load, cost) = drive_on_own_runtime(plan, meter).await;
+                Driven {
+                    load,
+                    agents: Vec::new(),
+                    cost,
                 }
             }
-            (rows, prev)
-        })
-    };
-
-    let plan = LoadPlan::for_variant(
-        exp,
-        v,
-        base.clone(),
-        docs,
-        LoadWindow {
-            start,
-            load_end,
-            hard_stop,
-        },
-        recorder.clone(),
-        stop.clone(),
-    );
-    let meter = crate::cost::CostMeter::start(target);
-    let (load_result, agents, harness_cost) = match coordinator.as_mut() {
-        None => {
-            let (result, cost) = drive_on_own_runtime(plan, meter).await;
-            (result, Vec::new(), cost)
-        }
-        Some(c) => {
-            let (outcome, agents) =
-                drive_agents(c, exp, v, plan, capacity, total_secs, hard_stop).await;
-            let mut cost = meter.finish(&recorder);
-            crate::cost::add_agents(&mut cost, &agents, c.on_this_machine());
-            (Ok(outcome), agents, cost)
-        }
-    };
-    crate::cost::warn(&v.name, &harness_cost);
-    drop(coordinator);
-    let _ = done_tx.send(true);
-    timeline_task.abort();
-    let (mut seconds, last) = sampler.await.context("sampler task")?;
-    if !agents.is_empty() {
-        for row in &mut seconds {
-            recorder.refresh(row);
-        }
+            Some(c) => {
+                let (outcome, agents) =
+                    drive_agents(c, self.exp, self.v, plan, self.capacity, &r.clock).await;
+                let mut cost = meter.finish(&r.recorder);
+                crate::cost::add_agents(&mut cost, &agents, c.on_this_machine());
+                Driven {
+                    load: Ok(outcome),
+                    agents,
+                    cost,
+                }
+            }
+        };
+        crate::cost::warn(&self.v.name, &driven.cost);
+        driven
     }
-    let mut triggers = residues.await.context("residue watcher task")?;
-    crate::residue::cache_residues(
-        exp,
-        &v.name,
-        &mut triggers,
-        &seconds,
-        Duration::from_secs(u64::from(exp.analysis.recovery_window_s)),
-    );
-    progress.finish();
-    let mut unmeasured = unmeasured;
-    let alerts = match monitor {
-        Some(m) => m.finish(&http, wall_start).await.unwrap_or_else(|e| {
-            eprintln!("WARNING ({}): {e}; the alert metrics read n/a", v.name);
+
+    /// Once the load is over: stops the agents and the watchers, collects
+    /// the seconds (folded again when agents sent events late), the
+    /// triggers' residues and the alerts. A failed load is an error only
+    /// after that.
+    async fn teardown(
+        &mut self,
+        w: Watchers,
+        driven: Driven,
+        r: &Running,
+        mut unmeasured: BTreeMap<String, String>,
+    ) -> anyhow::Result<Collected> {
+        drop(self.coordinator.take());
+        let _ = w.done.send(true);
+        w.timeline.abort();
+        let (mut seconds, last) = w.sampler.await.context("sampler task")?;
+        if !driven.agents.is_empty() {
+            for row in &mut seconds {
+                r.recorder.refresh(row);
+            }
+        }
+        let mut triggers = w.residues.await.context("residue watcher task")?;
+        crate::residue::cache_residues(
+            self.exp,
+            &self.v.name,
+            &mut triggers,
+            &seconds,
+            Duration::from_secs(u64::from(self.exp.analysis.recovery_window_s)),
+        );
+        r.progress.finish();
+        let alerts = self.alerts(r.clock.wall_start, &mut unmeasured).await;
+        Ok(Collected {
+            seconds,
+            last,
+            triggers,
+            alerts,
+            load: driven.load.context("driving the load with goose")?,
+            agents: driven.agents,
+            cost: driven.cost,
+            unmeasured,
+        })
+    }
+
+    /// The alert rules' history from the monitor; when it cannot be read,
+    /// the alert metrics are unmeasured (n/a), not zero.
+    async fn alerts(
+        &mut self,
+        wall_start: SystemTime,
+        unmeasured: &mut BTreeMap<String, String>,
+    ) -> Vec<run_report::AlertHistory> {
+        let Some(m) = self.monitor.take() else {
+            return Vec::new();
+        };
+        m.finish(&self.http, wall_start).await.unwrap_or_else(|e| {
+            eprintln!("WARNING ({}): {e}; the alert metrics read n/a", self.v.name);
             for name in run_report::ALERT_METRICS.iter().chain(&["alerts_fired"]) {
                 unmeasured.insert(name.to_string(), e.to_string());
             }
             Vec::new()
-        }),
-        None => Vec::new(),
-    };
-    let load = load_result.context("driving the load with goose")?;
-
-    let oversized_tenants = workload::oversized_tenants(&exp.timeline);
-    let mut totals = crate::scrape::totals(&last);
-    totals.insert("goose_requests".into(), load.goose_requests as f64);
-    totals.insert("goose_failures".into(), load.goose_failures as f64);
-    totals.insert("journeys".into(), load.journeys as f64);
-    totals.insert(
-        "attempts_cut_off".into(),
-        recorder.attempts_cut_off() as f64,
-    );
-    let gpu_pacing = crate::scrape::gpu_pacing(&totals);
-    if let Some(w) = gpu_pacing.warning() {
-        eprintln!("!!! GPU MODEL ({}): {w}", v.name);
+        })
     }
-    let integrity = recorder.integrity();
-    let events = events.lock().expect("timeline log").clone();
-    Ok(VariantRun {
-        name: v.name.clone(),
-        seconds,
-        events,
-        latency: recorder.latency(),
-        tenant_latency: recorder.tenant_latency(),
-        tenant_traffic: recorder.tenant_traffic(),
-        oversized_tenants,
-        integrity,
-        triggers,
-        load_end_s: Some(exp.duration.as_secs_f64()),
-        interrupted: stop.is_set(),
-        interrupted_reason: stop.reason(),
-        late_arrivals: recorder.late_arrivals(),
-        system_totals: totals,
-        unmeasured,
-        alerts,
-        agents,
-        harness_cost: Some(harness_cost),
-        gpu_pacing: Some(gpu_pacing),
-    })
+
+    /// The recorded variant.
+    fn assemble(&self, c: Collected, recorder: &Recorder) -> VariantRun {
+        let mut totals = crate::scrape::totals(&c.last);
+        totals.insert("goose_requests".into(), c.load.goose_requests as f64);
+        totals.insert("goose_failures".into(), c.load.goose_failures as f64);
+        totals.insert("journeys".into(), c.load.journeys as f64);
+        totals.insert(
+            "attempts_cut_off".into(),
+            recorder.attempts_cut_off() as f64,
+        );
+        let gpu_pacing = crate::scrape::gpu_pacing(&totals);
+        if let Some(w) = gpu_pacing.warning() {
+            eprintln!("!!! GPU MODEL ({}): {w}", self.v.name);
+        }
+        VariantRun {
+            name: self.v.name.clone(),
+            seconds: c.seconds,
+            events: self.events.lock().expect("timeline log").clone(),
+            latency: recorder.latency(),
+            tenant_latency: recorder.tenant_latency(),
+            tenant_traffic: recorder.tenant_traffic(),
+            oversized_tenants: workload::oversized_tenants(&self.exp.timeline),
+            integrity: recorder.integrity(),
+            triggers: c.triggers,
+            load_end_s: Some(self.exp.duration.as_secs_f64()),
+            interrupted: self.stop.is_set(),
+            interrupted_reason: self.stop.reason(),
+            late_arrivals: recorder.late_arrivals(),
+            system_totals: totals,
+            unmeasured: c.unmeasured,
+            alerts: c.alerts,
+            agents: c.agents,
+            harness_cost: Some(c.cost),
+            gpu_pacing: Some(gpu_pacing),
+        }
+    }
+}
+
+/// Reads one row per second until the load and its drain are over (or the
+/// run is told it is): the recorder's second, the offered rate, and the
+/// system's counters since the previous scrape. Three failed scrapes in a
+/// row stop the run: the system under test stopped answering.
+struct Sampler {
+    http: reqwest::Client,
+    base: String,
+    recorder: Arc<Recorder>,
+    stop: Arc<StopSignal>,
+    progress: Progress,
+    offered: crate::spike::Offered,
+    /// The load's duration (the offered rate is known inside it only).
+    duration: Duration,
+    /// With agents a second's events may still be on their way: rows are
+    /// read without folding, and folded once every agent is done.
+    agents: bool,
+    start: Instant,
+    total_secs: usize,
+}
+
+impl Sampler {
+    /// Samples from `baseline` on until `done`; the rows and the last scrape.
+    async fn run(self, baseline: Scrape, mut done: watch::Receiver<bool>) -> (Vec<Second>, Scrape) {
+        let mut prev = baseline;
+        let mut rows = Vec::new();
+        let mut failures = 0;
+        for t in 0..self.total_secs {
+            let at = self.start + Duration::from_secs(t as u64 + 1);
+            tokio::select! {
+                _ = tokio::time::sleep_until(at) => {},
+                _ = done.wait_for(|d| *d) => {},
+            }
+            let mut row = self.row(t);
+            match crate::scrape::scrape(&self.http, &self.base).await {
+                Ok(now) => {
+                    failures = 0;
+                    crate::scrape::fill_second(&mut row, &now, &prev);
+                    prev = now;
+                }
+                Err(e) => {
+                    failures += 1;
+                    tracing::warn!("scrape at {t}s failed: {e}");
+                    if failures >= 3 {
+                        self.stop.trigger(&format!(
+                            "the system under test stopped answering /metrics: {e}"
+                        ));
+                    }
+                }
+            }
+            self.progress.second(&row);
+            rows.push(row);
+            if *done.borrow() {
+                break;
+            }
+        }
+        (rows, prev)
+    }
+
+    /// Second `t` as recorded so far, with its offered rate.
+    fn row(&self, t: usize) -> Second {
+        let mut row = if self.agents {
+            self.recorder.peek(t)
+        } else {
+            self.recorder.second(t)
+        };
+        let mid = Duration::from_millis(t as u64 * 1000 + 500);
+        if mid < self.duration {
+            row.offered_rate = self.offered.rate_at(mid);
+        }
+        row
+    }
+}
+
+/// Starts the coordinator and waits for every agent's handshake.
+async fn join_agents(
+    exp: &Experiment,
+    a: &AgentOptions,
+    target: &Target,
+) -> anyhow::Result<Coordinator> {
+    let expected = crate::agent::coordinator::Expected {
+        experiment_hash: crate::agent::protocol::experiment_hash(&exp.source, exp.quick),
+        seed: exp.seed,
+        of: a.count,
+    };
+    let (listen, source) = agent_source(exp, a, target).await?;
+    let mut c = Coordinator::start(listen, expected, &source).await?;
+    c.wait_for_agents(a.join_timeout).await?;
+    Ok(c)
 }
 
 /// In the containers environment the agents are containers on the
@@ -517,14 +786,14 @@ async fn agent_source(
 /// Hands the agents their shards of `plan` and waits for them; returns
 /// goose's counts summed over the agents and what became of each.
 async fn drive_agents(
-    c: &mut crate::agent::coordinator::Coordinator,
+    c: &mut Coordinator,
     exp: &Experiment,
     v: &Variant,
     plan: LoadPlan,
     capacity: Capacity,
-    total_secs: usize,
-    hard_stop: Instant,
+    clock: &Clock,
 ) -> (load::LoadOutcome, Vec<run_report::AgentRecord>) {
+    let hard_stop = clock.hard_stop;
     let shards = crate::agent::coordinator::shard_plans(
         &plan,
         c.count(),
@@ -532,7 +801,7 @@ async fn drive_agents(
         capacity,
         exp.duration,
         hard_stop,
-        total_secs,
+        clock.total_secs,
     );
     let recorder = plan.journeys.recorder.clone();
     c.release(shards.plans, recorder.clone());

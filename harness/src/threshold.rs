@@ -15,8 +15,9 @@
 
 use crate::axis::{parse_span, Scale};
 use crate::budget::words;
+use crate::exit::{CliError, Finished};
 use crate::experiment::{self, Experiment};
-use crate::interrupt::{runtime_or_exit, StopSignal};
+use crate::interrupt::{cli_runtime, StopSignal};
 use crate::run_id::RunFolder;
 use crate::runner::{self, RunOptions};
 use crate::tree::{parse_set, set_path, to_yaml, with_sets};
@@ -26,7 +27,6 @@ use run_report::threshold::{
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -334,14 +334,8 @@ async fn bisect(
 }
 
 /// `harness threshold`: exit 0 done, 2 bad input or over budget, 130 interrupted.
-pub fn cli(args: ThresholdArgs) -> ExitCode {
-    let s = match plan(&args) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            return ExitCode::from(2);
-        }
-    };
+pub fn cli(args: ThresholdArgs) -> Result<Finished, CliError> {
+    let s = plan(&args).map_err(|e| CliError::new(format_args!("{e:#}")))?;
     let est = s.estimate();
     eprintln!(
         "threshold of {}: {} from {} to {}, {} seed(s) per probe, at most {} probes per variant ({}), {} form ({} per run): estimated at most {}",
@@ -356,20 +350,16 @@ pub fn cli(args: ThresholdArgs) -> ExitCode {
         words(s.per_run),
         words(est)
     );
-    if !crate::budget::allows(
+    crate::budget::check(
         est,
         *args.plan.budget,
         args.plan.force,
         "use fewer --seeds, a coarser --resolution",
-    ) {
-        return ExitCode::from(2);
-    }
+    )
+    .map_err(CliError::new)?;
     let folder = RunFolder::now(&args.plan.out, &format!("{}-threshold", s.name), s.seeds[0]);
     let dir = &folder.dir;
-    let (rt, stop) = match runtime_or_exit() {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
+    let (rt, stop) = cli_runtime()?;
     let started = Instant::now();
     let mut variants = Vec::new();
     for v in &s.variants {
@@ -409,14 +399,15 @@ pub fn cli(args: ThresholdArgs) -> ExitCode {
             );
         }
         Err(e) => {
-            eprintln!("error: writing the search's files: {e}");
-            return ExitCode::from(2);
+            return Err(CliError::new(format_args!(
+                "writing the search's files: {e}"
+            )))
         }
     }
     if report.interrupted {
-        return ExitCode::from(130);
+        return Ok(Finished::Interrupted);
     }
-    ExitCode::SUCCESS
+    Ok(Finished::Passed)
 }
 
 #[cfg(test)]

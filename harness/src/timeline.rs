@@ -40,7 +40,22 @@ impl AdminApi {
             match cmd {
                 AdminCommand::ZoneOutage { zone } => return c.pause(zone).await,
                 AdminCommand::ZoneRestore { zone } => return c.unpause(zone).await,
-                _ => {}
+                // Every other command goes to the admin API, as in the
+                // embedded environment.
+                AdminCommand::CacheFill { .. }
+                | AdminCommand::CacheFillToLimit
+                | AdminCommand::CacheOnFull { .. }
+                | AdminCommand::CacheFlush { .. }
+                | AdminCommand::CacheRestart
+                | AdminCommand::SetSlots { .. }
+                | AdminCommand::SetGpuLanes { .. }
+                | AdminCommand::SetGpuSpeed { .. }
+                | AdminCommand::SetGatewayAttempts { .. }
+                | AdminCommand::ZoneFail { .. }
+                | AdminCommand::ZoneRecover { .. }
+                | AdminCommand::StopAllocations { .. }
+                | AdminCommand::ResumeAllocations { .. }
+                | AdminCommand::Throttle { .. } => {}
             }
         }
         let r = self

@@ -190,7 +190,49 @@ impl AdminCommand {
             AdminCommand::Throttle {
                 per_sec: Some(r), ..
             } if !(*r > 0.0 && r.is_finite()) => bad("per_sec", "must be a finite number > 0"),
-            _ => Ok(()),
+            // Every command, listed so that a new one is a compile error here
+            // until someone decides which of its values are impossible.
+            AdminCommand::CacheFill { .. }
+            | AdminCommand::CacheFillToLimit
+            | AdminCommand::CacheOnFull { .. }
+            | AdminCommand::CacheFlush { .. }
+            | AdminCommand::CacheRestart
+            | AdminCommand::SetSlots { .. }
+            | AdminCommand::SetGpuLanes { .. }
+            | AdminCommand::SetGpuSpeed { .. }
+            | AdminCommand::SetGatewayAttempts { .. }
+            | AdminCommand::ZoneFail { .. }
+            | AdminCommand::ZoneRecover { .. }
+            | AdminCommand::ZoneOutage { .. }
+            | AdminCommand::ZoneRestore { .. }
+            | AdminCommand::StopAllocations { .. }
+            | AdminCommand::ResumeAllocations { .. }
+            | AdminCommand::Throttle { .. } => Ok(()),
+        }
+    }
+
+    /// Whether the command changes the cache's data (fill, flush, restart),
+    /// so that a shared backend (Redis) gets it once, not once per pool.
+    /// `cache_on_full` changes each pool's behaviour, not the data; commands
+    /// that are not about the cache change no cache data either.
+    pub fn changes_cache_data(&self) -> bool {
+        match self {
+            AdminCommand::CacheFill { .. }
+            | AdminCommand::CacheFillToLimit
+            | AdminCommand::CacheFlush { .. }
+            | AdminCommand::CacheRestart => true,
+            AdminCommand::CacheOnFull { .. }
+            | AdminCommand::SetSlots { .. }
+            | AdminCommand::SetGpuLanes { .. }
+            | AdminCommand::SetGpuSpeed { .. }
+            | AdminCommand::SetGatewayAttempts { .. }
+            | AdminCommand::ZoneFail { .. }
+            | AdminCommand::ZoneRecover { .. }
+            | AdminCommand::ZoneOutage { .. }
+            | AdminCommand::ZoneRestore { .. }
+            | AdminCommand::StopAllocations { .. }
+            | AdminCommand::ResumeAllocations { .. }
+            | AdminCommand::Throttle { .. } => false,
         }
     }
 
@@ -220,7 +262,20 @@ impl AdminCommand {
                 zone,
                 factor: *factor,
             },
-            other => other.clone(),
+            // Commands without a zone field, or with a required one.
+            AdminCommand::CacheFill { .. }
+            | AdminCommand::CacheFillToLimit
+            | AdminCommand::CacheOnFull { .. }
+            | AdminCommand::CacheFlush { .. }
+            | AdminCommand::CacheRestart
+            | AdminCommand::SetGatewayAttempts { .. }
+            | AdminCommand::ZoneFail { .. }
+            | AdminCommand::ZoneRecover { .. }
+            | AdminCommand::ZoneOutage { .. }
+            | AdminCommand::ZoneRestore { .. }
+            | AdminCommand::StopAllocations { .. }
+            | AdminCommand::ResumeAllocations { .. }
+            | AdminCommand::Throttle { .. } => self.clone(),
         }
     }
 }

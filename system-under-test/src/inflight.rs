@@ -93,10 +93,17 @@ impl InflightEntry {
     }
 }
 
-/// The registry is full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("too many documents in flight")]
-pub struct RegistryFull;
+/// What [`InflightRegistry::register`] did for a document.
+#[derive(Debug)]
+pub enum Registration {
+    /// New work, registered: the caller computes it and completes the entry.
+    New(Arc<InflightEntry>),
+    /// The document is already in flight: the caller waits on this entry
+    /// instead of computing it again.
+    AlreadyInFlight(Arc<InflightEntry>),
+    /// Too many documents in flight: nothing registered, the caller refuses.
+    Full,
+}
 
 /// Documents being computed right now.
 pub struct InflightRegistry {
@@ -117,24 +124,19 @@ impl InflightRegistry {
         self.map.lock().expect("inflight lock").get(&doc).cloned()
     }
 
-    /// Registers new work for `doc`. Returns the existing entry instead
-    /// (`Err(Ok(entry))`) if the document is already in flight.
-    #[allow(clippy::type_complexity)]
-    pub fn register(
-        &self,
-        doc: u64,
-        pages: u32,
-    ) -> Result<Arc<InflightEntry>, Result<Arc<InflightEntry>, RegistryFull>> {
+    /// Registers new work for `doc`, or answers the entry already in flight
+    /// for it, or that the registry is full.
+    pub fn register(&self, doc: u64, pages: u32) -> Registration {
         let mut map = self.map.lock().expect("inflight lock");
         if let Some(e) = map.get(&doc) {
-            return Err(Ok(e.clone()));
+            return Registration::AlreadyInFlight(e.clone());
         }
         if map.len() >= self.capacity {
-            return Err(Err(RegistryFull));
+            return Registration::Full;
         }
         let entry = Self::standalone(pages);
         map.insert(doc, entry.clone());
-        Ok(entry)
+        Registration::New(entry)
     }
 
     /// A fresh entry; for work that is not de-duplicated (dedup off) it is
@@ -175,11 +177,20 @@ impl InflightRegistry {
 mod tests {
     use super::*;
 
+    fn new(r: Registration) -> Arc<InflightEntry> {
+        match r {
+            Registration::New(e) => e,
+            other => panic!("expected new work, got {other:?}"),
+        }
+    }
+
     #[tokio::test(start_paused = true)]
     async fn waiter_gets_the_outcome() {
         let reg = Arc::new(InflightRegistry::new(10));
-        let e = reg.register(7, 3).unwrap();
-        let dup = reg.register(7, 3).unwrap_err().unwrap();
+        let e = new(reg.register(7, 3));
+        let Registration::AlreadyInFlight(dup) = reg.register(7, 3) else {
+            panic!("a second registration must find the first");
+        };
         assert!(Arc::ptr_eq(&e, &dup));
         let waiter = {
             let dup = dup.clone();
@@ -194,7 +205,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn waiter_times_out_and_abandon_flag_is_visible() {
         let reg = InflightRegistry::new(10);
-        let e = reg.register(1, 1).unwrap();
+        let e = new(reg.register(1, 1));
         assert!(!e.is_abandoned());
         reg.mark_abandoned(&e);
         assert!(reg.lookup(1).unwrap().is_abandoned());
@@ -205,15 +216,15 @@ mod tests {
     #[test]
     fn bounded() {
         let reg = InflightRegistry::new(2);
-        reg.register(1, 1).unwrap();
-        reg.register(2, 1).unwrap();
-        assert!(matches!(reg.register(3, 1), Err(Err(RegistryFull))));
+        new(reg.register(1, 1));
+        new(reg.register(2, 1));
+        assert!(matches!(reg.register(3, 1), Registration::Full));
     }
 
     #[tokio::test(start_paused = true)]
     async fn remaining_follows_the_documents_own_progress() {
         let reg = InflightRegistry::new(10);
-        let e = reg.register(7, 100).unwrap();
+        let e = new(reg.register(7, 100));
         // No page yet: the pool's average page time, less what has passed.
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert_eq!(

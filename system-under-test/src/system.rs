@@ -239,7 +239,7 @@ impl System {
     async fn forward_cache(&self, cmd: &AdminCommand) -> Result<String, AdminError> {
         let shared = matches!(self.config.cache.backend, CacheBackend::Redis(_));
         // Commands that change the data (fill, flush) act once on a shared backend.
-        let on_data = !matches!(cmd, AdminCommand::CacheOnFull { .. });
+        let on_data = cmd.changes_cache_data();
         let mut details = Vec::new();
         for (i, r) in self.remote_pools().enumerate() {
             if shared && on_data && i > 0 {
@@ -308,7 +308,19 @@ impl System {
                     .map_err(|e| AdminError::Cache(e.to_string()))?;
                 Ok(format!("cache restarted cold ({n} entries gone)"))
             }
-            other => unreachable!("apply_cache is only called with cache commands, not {other:?}"),
+            other @ (AdminCommand::SetSlots { .. }
+            | AdminCommand::SetGpuLanes { .. }
+            | AdminCommand::SetGpuSpeed { .. }
+            | AdminCommand::SetGatewayAttempts { .. }
+            | AdminCommand::ZoneFail { .. }
+            | AdminCommand::ZoneRecover { .. }
+            | AdminCommand::ZoneOutage { .. }
+            | AdminCommand::ZoneRestore { .. }
+            | AdminCommand::StopAllocations { .. }
+            | AdminCommand::ResumeAllocations { .. }
+            | AdminCommand::Throttle { .. }) => {
+                unreachable!("apply_cache is only called with cache commands, not {other:?}")
+            }
         }
     }
 

@@ -30,7 +30,7 @@ mod pages;
 mod server;
 mod wrk;
 
-use std::process::ExitCode;
+use crate::exit::{CliError, Finished};
 use std::time::Duration;
 
 /// One step of the benchmark (`--only`); `storm` is also how the memory step
@@ -92,25 +92,18 @@ impl Windows {
 
 /// The command: runs the steps, prints each result with its verdict.
 /// Exit 0 every target met, 1 a target missed, 2 a step failed to run.
-pub fn cli(quick: bool, only: Option<Step>, agents: Option<u32>) -> ExitCode {
+pub fn cli(quick: bool, only: Option<Step>, agents: Option<u32>) -> Result<Finished, CliError> {
     // goose would install its own Ctrl-C handler, which only stops goose users;
     // here Ctrl-C should just end the benchmark.
     let _ = ctrlc::set_handler(|| std::process::exit(130));
     let w = Windows::new(quick);
     if only == Some(Step::Storm) {
-        return match memory::run_here(&w) {
-            Ok(s) => {
-                // Run by `harness bench`, the parent prints it; run directly, say it here.
-                if std::env::var_os(memory::TARGET_ENV).is_none() {
-                    eprintln!("{}", storm_line(&s, &w).0);
-                }
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                ExitCode::from(2)
-            }
-        };
+        let s = memory::run_here(&w).map_err(|e| CliError::new(format_args!("{e:#}")))?;
+        // Run by `harness bench`, the parent prints it; run directly, say it here.
+        if std::env::var_os(memory::TARGET_ENV).is_none() {
+            eprintln!("{}", storm_line(&s, &w).0);
+        }
+        return Ok(Finished::Passed);
     }
     let want = |s: Step| only.is_none_or(|o| o == s);
     println!(
@@ -212,13 +205,13 @@ pub fn cli(quick: bool, only: Option<Step>, agents: Option<u32>) -> ExitCode {
     println!();
     if verdicts.contains(&Verdict::Error) {
         println!("bench: a step failed to run (see above)");
-        ExitCode::from(2)
+        Err(CliError::Reported)
     } else if verdicts.contains(&Verdict::Miss) {
         println!("bench: a target was MISSED");
-        ExitCode::from(1)
+        Ok(Finished::Failed)
     } else {
         println!("bench: every measured target PASSED");
-        ExitCode::SUCCESS
+        Ok(Finished::Passed)
     }
 }
 

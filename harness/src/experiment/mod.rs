@@ -375,11 +375,24 @@ impl TimelineOp {
                     per_sec: None,
                 })
             }
-            // Other commands are not undone; injected traffic (oversized
+            // Other commands are not undone (each listed, so that a new
+            // command must be decided on here); injected traffic (oversized
             // documents, a load spike) is not a command: it simply ends.
-            TimelineOp::Admin(_) | TimelineOp::OversizedDocuments(_) | TimelineOp::LoadSpike(_) => {
-                None
-            }
+            TimelineOp::Admin(
+                AdminCommand::CacheFill { .. }
+                | AdminCommand::CacheFillToLimit
+                | AdminCommand::CacheOnFull { .. }
+                | AdminCommand::CacheFlush { .. }
+                | AdminCommand::CacheRestart
+                | AdminCommand::SetSlots { .. }
+                | AdminCommand::SetGpuLanes { .. }
+                | AdminCommand::SetGatewayAttempts { .. }
+                | AdminCommand::ZoneRecover { .. }
+                | AdminCommand::ZoneRestore { .. }
+                | AdminCommand::ResumeAllocations { .. },
+            )
+            | TimelineOp::OversizedDocuments(_)
+            | TimelineOp::LoadSpike(_) => None,
         }
     }
 }

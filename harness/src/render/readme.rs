@@ -40,7 +40,10 @@ fn mapping(op: &TimelineOp) -> (&'static str, &'static str) {
                 "cache_restart",
                 "admin API (the cache comes back empty). With Redis, `kubectl rollout restart deployment/<variant>-redis` is the cluster's equivalent, but it also drops connections, so the admin API is used",
             ),
-            _ => (
+            StopAllocations { .. }
+            | ResumeAllocations { .. }
+            | Throttle { .. }
+            | SetGatewayAttempts { .. } => (
                 "operators' actions (stop/resume allocations, throttle, gateway attempts)",
                 "admin API, exactly as in the embedded environment",
             ),

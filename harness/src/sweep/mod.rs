@@ -21,10 +21,10 @@ pub mod plan;
 pub use plan::{estimate, plan, Plan, SweepArgs, LOAD_PATH};
 
 use crate::budget::words;
-use crate::interrupt::runtime_or_exit;
+use crate::exit::{CliError, Finished};
+use crate::interrupt::cli_runtime;
 use crate::run_id::RunFolder;
 use run_report::sweep::{fmt_value, SweepCell, SweepGrid};
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -89,8 +89,8 @@ fn print_summary(g: &SweepGrid) {
 }
 
 /// `harness sweep`: exit 0 done, 2 bad input or over budget, 130 interrupted.
-pub fn cli(args: SweepArgs) -> ExitCode {
-    let plan = match plan(
+pub fn cli(args: SweepArgs) -> Result<Finished, CliError> {
+    let plan = plan(
         &args.experiment,
         &args.load,
         &args.load_path,
@@ -98,13 +98,8 @@ pub fn cli(args: SweepArgs) -> ExitCode {
         &args.set,
         args.variant.as_deref(),
         args.plan.seed,
-    ) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            return ExitCode::from(2);
-        }
-    };
+    )
+    .map_err(|e| CliError::new(format_args!("{e:#}")))?;
     let parallel = args.parallel.max(1);
     let est = estimate(
         plan.cells.len(),
@@ -124,23 +119,19 @@ pub fn cli(args: SweepArgs) -> ExitCode {
         parallel,
         words(est)
     );
-    if !crate::budget::allows(
+    crate::budget::check(
         est,
         *args.plan.budget,
         args.plan.force,
         "use a smaller grid, --parallel",
-    ) {
-        return ExitCode::from(2);
-    }
+    )
+    .map_err(CliError::new)?;
     let folder = RunFolder::now(
         &args.plan.out,
         &format!("{}-sweep", plan.name),
         plan.base_seed,
     );
-    let (rt, stop) = match runtime_or_exit() {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
+    let (rt, stop) = cli_runtime()?;
     let started = Instant::now();
     let plan = Arc::new(plan);
     let cells = rt.block_on(grid::run_grid(
@@ -160,8 +151,9 @@ pub fn cli(args: SweepArgs) -> ExitCode {
             eprintln!("sweep: {} (took {})", page.display(), words(wall));
         }
         Err(e) => {
-            eprintln!("error: writing the sweep's files: {e}");
-            return ExitCode::from(2);
+            return Err(CliError::new(format_args!(
+                "writing the sweep's files: {e}"
+            )))
         }
     }
     if interrupted {
@@ -169,7 +161,7 @@ pub fn cli(args: SweepArgs) -> ExitCode {
             "interrupted: {}; the maps hold the cells that finished",
             stop.reason().unwrap_or_default()
         );
-        return ExitCode::from(130);
+        return Ok(Finished::Interrupted);
     }
-    ExitCode::SUCCESS
+    Ok(Finished::Passed)
 }

@@ -22,7 +22,7 @@ use crate::api::{RejectReason, Reply, ResultSource};
 use crate::cache::ResultCache;
 use crate::config::{DeadlineAnswer, DedupMode, PageConfig, PoolConfig};
 use crate::failure_cache::FailureCache;
-use crate::inflight::{InflightEntry, InflightRegistry, WorkOutcome};
+use crate::inflight::{InflightEntry, InflightRegistry, Registration, WorkOutcome};
 use crate::metrics::{Counter, Gauge, GaugeGuard, ReasonCounters};
 use crate::retry_after::{self, DrainState};
 use gpu_executor::{document_digest, GpuScheduler, PageSpec};
@@ -235,10 +235,12 @@ impl Pool {
             InflightRegistry::standalone(pages)
         } else {
             match self.inflight.register(doc, pages) {
-                Ok(e) => e,
+                Registration::New(e) => e,
                 // Raced with another request that registered first.
-                Err(Ok(existing)) => return self.wait_without_slot(&existing, deadline).await,
-                Err(Err(_full)) => {
+                Registration::AlreadyInFlight(existing) => {
+                    return self.wait_without_slot(&existing, deadline).await
+                }
+                Registration::Full => {
                     return self.reject(RejectReason::RegistryFull, self.overloaded_advice())
                 }
             }

@@ -290,7 +290,12 @@ fn command_zone(cmd: &sut::AdminCommand) -> Option<&str> {
         | StopAllocations { zone }
         | ResumeAllocations { zone }
         | Throttle { zone, .. } => Some(zone),
-        _ => None,
+        CacheFill { .. }
+        | CacheFillToLimit
+        | CacheOnFull { .. }
+        | CacheFlush { .. }
+        | CacheRestart
+        | SetGatewayAttempts { .. } => None,
     }
 }
 
