@@ -1,14 +1,11 @@
-//! Runs an experiment: every variant against a fresh system, same seed, same
-//! traffic, same timeline; then analysis and the report.
-//!
-//! Per variant: start the environment → plan the traffic from the seed →
-//! start the timeline and the once-a-second sampler → drive the load (goose)
-//! → wait for every journey → final scrape → stop the environment. An
-//! interrupted or broken variant still yields what was measured.
+//! One variant's run against its started target, in phases ([`VariantDrive`]).
 
+use super::agents::{drive_agents, join_agents};
+use super::sampler::Sampler;
+use super::{plan_documents, Capacity, RunOptions};
 use crate::agent::coordinator::Coordinator;
-use crate::environment::{self, Target};
-use crate::experiment::{Experiment, TimelineEntry, TimelineOp, Variant};
+use crate::environment::Target;
+use crate::experiment::{Experiment, TimelineEntry, Variant};
 use crate::interrupt::StopSignal;
 use crate::load::{self, LoadPlan, LoadWindow};
 use crate::progress::Progress;
@@ -17,229 +14,15 @@ use crate::scrape::Scrape;
 use crate::timeline::{self, AdminApi};
 use crate::workload::{self, Document};
 use anyhow::Context;
-use gpu_executor::PageExecutor;
-use run_report::{EnvironmentFacts, RunData, Second, TimelineEvent, TriggerSpan, VariantRun};
+use run_report::{Second, TimelineEvent, TriggerSpan, VariantRun};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-/// Options from the command line.
-#[derive(Debug, Clone, Default)]
-pub struct RunOptions {
-    pub out_dir: PathBuf,
-    pub quiet: bool,
-    /// Run only this variant.
-    pub variant: Option<String>,
-    /// Split the load over this many load agents (`agent/`); `None`: the
-    /// load runs in this process.
-    pub agents: Option<AgentOptions>,
-    /// The variant's system is already running at this URL (deployed from
-    /// this file's variant, e.g. by `harness render k8s`): drive it, with
-    /// faults through its admin API and the variant's admin token.
-    pub deployed: Option<String>,
-}
-
-/// How the load agents of every variant come to be.
-#[derive(Debug, Clone)]
-pub struct AgentOptions {
-    pub count: u32,
-    pub source: crate::agent::coordinator::AgentSource,
-    /// Where the coordinator listens for them (loopback port 0 for children).
-    pub listen: std::net::SocketAddr,
-    /// How long to wait for every agent's handshake.
-    pub join_timeout: Duration,
-}
-
-/// A finished run.
-pub struct RunOutcome {
-    pub run: RunData,
-    pub analysis: run_report::Analysis,
-    pub report_dir: PathBuf,
-    pub files: Vec<PathBuf>,
-    pub interrupted: bool,
-}
-
-/// Capacity of one pool, measured on this machine.
-#[derive(Debug, Clone, Copy)]
-pub struct Capacity {
-    pub pages_per_sec: f64,
-    pub docs_per_sec: f64,
-}
-
-pub async fn run(
-    exp: &Experiment,
-    opts: &RunOptions,
-    stop: Arc<StopSignal>,
-) -> anyhow::Result<RunOutcome> {
-    let started_at = chrono::Utc::now();
-    // Before anything runs: the rules must load, and Prometheus be installed.
-    if let Some(a) = &exp.alerts {
-        crate::prometheus::check_rules(a)?;
-    }
-    let executor = environment::executor(exp)?;
-    let capacity = environment::calibrate(exp, executor.as_deref())?;
-    let facts = environment_facts(exp, executor.as_deref(), capacity);
-    if !opts.quiet {
-        eprintln!(
-            "harness: {} ({}), seed {}, {} per variant; executor: {}; capacity {:.0} pages/s = {:.1} documents/s per pool",
-            exp.name,
-            if exp.quick { "quick" } else { "full" },
-            exp.seed,
-            humantime::format_duration(exp.duration),
-            facts.gpu_adapter,
-            capacity.pages_per_sec,
-            capacity.docs_per_sec
-        );
-    }
-
-    let variants: Vec<&Variant> = exp
-        .variants
-        .iter()
-        .filter(|v| opts.variant.as_ref().is_none_or(|n| n == &v.name))
-        .collect();
-    if variants.is_empty() {
-        anyhow::bail!(
-            "no variant named {:?}",
-            opts.variant.as_deref().unwrap_or("")
-        );
-    }
-    let mut runs = Vec::new();
-    for v in variants {
-        if stop.is_set() {
-            break;
-        }
-        let r = run_variant(exp, v, executor.clone(), capacity, stop.clone(), opts)
-            .await
-            .with_context(|| format!("variant {}", v.name))?;
-        runs.push(r);
-    }
-
-    let run_id = crate::run_id::run_id(started_at, exp.seed);
-    let run = run_data(exp, &run_id, started_at, facts, runs);
-    let analysis = run_report::analyse(&run);
-    let report_dir = opts.out_dir.join(&exp.name).join(&run_id);
-    let files = run_report::write_report(&report_dir, &run, &analysis)
-        .with_context(|| format!("writing the report to {}", report_dir.display()))?;
-    crate::run_id::link_latest(&opts.out_dir.join(&exp.name), &run_id);
-    Ok(RunOutcome {
-        interrupted: stop.is_set(),
-        run,
-        analysis,
-        report_dir,
-        files,
-    })
-}
-
-/// What the report says about where the run ran.
-fn environment_facts(
-    exp: &Experiment,
-    executor: Option<&dyn PageExecutor>,
-    capacity: Capacity,
-) -> EnvironmentFacts {
-    let info = executor.map(|e| e.info().clone());
-    EnvironmentFacts {
-        kind: exp.environment.kind().into(),
-        gpu_adapter: info
-            .as_ref()
-            .map(|i| i.adapter.clone())
-            .unwrap_or_else(|| "external target (unknown)".into()),
-        gpu_fallback: info.as_ref().is_some_and(|i| i.fallback),
-        gpu_fallback_reason: info.as_ref().and_then(|i| i.fallback_reason.clone()),
-        calibrated_pages_per_sec: capacity.pages_per_sec,
-        calibrated_docs_per_sec: capacity.docs_per_sec,
-        harness_version: env!("CARGO_PKG_VERSION").into(),
-        hostname: std::fs::read_to_string("/etc/hostname")
-            .unwrap_or_default()
-            .trim()
-            .to_string(),
-        cpus: std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1),
-        extra: Default::default(),
-    }
-}
-
-/// The recorded run: the experiment, where it ran, the variants that ran
-/// and the expectations about them.
-fn run_data(
-    exp: &Experiment,
-    run_id: &str,
-    started_at: chrono::DateTime<chrono::Utc>,
-    environment: EnvironmentFacts,
-    runs: Vec<VariantRun>,
-) -> RunData {
-    RunData {
-        schema: run_report::RUN_SCHEMA,
-        experiment: exp.name.clone(),
-        description: exp.description.clone(),
-        run_id: run_id.to_string(),
-        started_at: started_at.to_rfc3339(),
-        seed: exp.seed,
-        quick: exp.quick,
-        experiment_yaml: exp.source.clone(),
-        environment,
-        analysis: exp.analysis.clone(),
-        expectations: exp
-            .expectations
-            .iter()
-            .filter(|e| runs.iter().any(|r: &VariantRun| r.name == e.variant))
-            .cloned()
-            .collect(),
-        variants: runs,
-        incident_figures: exp.incident.clone(),
-    }
-}
-
-/// The variant's traffic: the regular arrivals plus the documents the
-/// timeline injects (oversized documents, load spikes' extra arrivals).
-pub fn plan_documents(exp: &Experiment, capacity: Capacity) -> Vec<Document> {
-    let w = &exp.workload;
-    let mut docs = workload::schedule(
-        exp.seed,
-        &w.arrival,
-        &w.pages,
-        w.tenants,
-        w.population.as_ref(),
-        exp.duration,
-        capacity.docs_per_sec,
-    );
-    for (i, e) in exp.timeline.iter().enumerate() {
-        match &e.op {
-            TimelineOp::OversizedDocuments(o) => {
-                docs.extend(workload::oversized(exp.seed, i, e.at, o))
-            }
-            TimelineOp::LoadSpike(_) => {
-                docs.extend(crate::spike::documents(exp, i, capacity.docs_per_sec))
-            }
-            TimelineOp::Admin(_) => {}
-        }
-    }
-    docs.sort_by_key(|d| d.planned);
-    docs
-}
-
-async fn run_variant(
-    exp: &Experiment,
-    v: &Variant,
-    executor: Option<Arc<dyn PageExecutor>>,
-    capacity: Capacity,
-    stop: Arc<StopSignal>,
-    opts: &RunOptions,
-) -> anyhow::Result<VariantRun> {
-    let target = match &opts.deployed {
-        Some(url) => environment::deployed(url, &v.system).await?,
-        None => environment::start(exp, v, executor).await?,
-    };
-    let result = drive_variant(exp, v, &target, capacity, stop, opts).await;
-    target.stop().await;
-    result
-}
-
-async fn drive_variant(
+pub(super) async fn drive_variant(
     exp: &Experiment,
     v: &Variant,
     target: &Target,
@@ -283,15 +66,15 @@ struct VariantDrive<'a> {
 
 /// When a variant's load starts and ends.
 #[derive(Debug, Clone, Copy)]
-struct Clock {
+pub(super) struct Clock {
     start: Instant,
     /// `start` on the wall clock (Prometheus's alert history is read by it).
     wall_start: SystemTime,
     load_end: Instant,
     /// The load's end plus the slowest client's drain: every journey is over.
-    hard_stop: Instant,
+    pub(super) hard_stop: Instant,
     /// Seconds recorded: load and drain, and two more.
-    total_secs: usize,
+    pub(super) total_secs: usize,
 }
 
 /// What every phase from the clock's start on records into.
@@ -630,188 +413,6 @@ impl<'a> VariantDrive<'a> {
             gpu_pacing: Some(gpu_pacing),
         }
     }
-}
-
-/// Reads one row per second until the load and its drain are over (or the
-/// run is told it is): the recorder's second, the offered rate, and the
-/// system's counters since the previous scrape. Three failed scrapes in a
-/// row stop the run: the system under test stopped answering.
-struct Sampler {
-    http: reqwest::Client,
-    base: String,
-    recorder: Arc<Recorder>,
-    stop: Arc<StopSignal>,
-    progress: Progress,
-    offered: crate::spike::Offered,
-    /// The load's duration (the offered rate is known inside it only).
-    duration: Duration,
-    /// With agents a second's events may still be on their way: rows are
-    /// read without folding, and folded once every agent is done.
-    agents: bool,
-    start: Instant,
-    total_secs: usize,
-}
-
-impl Sampler {
-    /// Samples from `baseline` on until `done`; the rows and the last scrape.
-    async fn run(self, baseline: Scrape, mut done: watch::Receiver<bool>) -> (Vec<Second>, Scrape) {
-        let mut prev = baseline;
-        let mut rows = Vec::new();
-        let mut failures = 0;
-        for t in 0..self.total_secs {
-            let at = self.start + Duration::from_secs(t as u64 + 1);
-            tokio::select! {
-                _ = tokio::time::sleep_until(at) => {},
-                _ = done.wait_for(|d| *d) => {},
-            }
-            let mut row = self.row(t);
-            match crate::scrape::scrape(&self.http, &self.base).await {
-                Ok(now) => {
-                    failures = 0;
-                    crate::scrape::fill_second(&mut row, &now, &prev);
-                    prev = now;
-                }
-                Err(e) => {
-                    failures += 1;
-                    tracing::warn!("scrape at {t}s failed: {e}");
-                    if failures >= 3 {
-                        self.stop.trigger(&format!(
-                            "the system under test stopped answering /metrics: {e}"
-                        ));
-                    }
-                }
-            }
-            self.progress.second(&row);
-            rows.push(row);
-            if *done.borrow() {
-                break;
-            }
-        }
-        (rows, prev)
-    }
-
-    /// Second `t` as recorded so far, with its offered rate.
-    fn row(&self, t: usize) -> Second {
-        let mut row = if self.agents {
-            self.recorder.peek(t)
-        } else {
-            self.recorder.second(t)
-        };
-        let mid = Duration::from_millis(t as u64 * 1000 + 500);
-        if mid < self.duration {
-            row.offered_rate = self.offered.rate_at(mid);
-        }
-        row
-    }
-}
-
-/// Starts the coordinator and waits for every agent's handshake.
-async fn join_agents(
-    exp: &Experiment,
-    a: &AgentOptions,
-    target: &Target,
-) -> anyhow::Result<Coordinator> {
-    let expected = crate::agent::coordinator::Expected {
-        experiment_hash: crate::agent::protocol::experiment_hash(&exp.source, exp.quick),
-        seed: exp.seed,
-        of: a.count,
-    };
-    let (listen, source) = agent_source(exp, a, target).await?;
-    let mut c = Coordinator::start(listen, expected, &source).await?;
-    c.wait_for_agents(a.join_timeout).await?;
-    Ok(c)
-}
-
-/// In the containers environment the agents are containers on the
-/// variant's network, and the coordinator listens on that network's gateway.
-async fn agent_source(
-    exp: &Experiment,
-    a: &AgentOptions,
-    target: &Target,
-) -> anyhow::Result<(std::net::SocketAddr, crate::agent::coordinator::AgentSource)> {
-    use crate::agent::coordinator::AgentSource;
-    match (&a.source, target.network(), &exp.environment) {
-        (
-            AgentSource::Children {
-                quick,
-                seed,
-                experiment,
-            },
-            Some(network),
-            crate::experiment::Environment::Containers { images },
-        ) => {
-            let gateway = crate::containers::network_gateway(network).await?;
-            // The alert rules beside the file, at the same relative paths.
-            let mut files = Vec::new();
-            if let Some(alerts) = &exp.alerts {
-                let dir = experiment
-                    .parent()
-                    .unwrap_or(std::path::Path::new("."))
-                    .canonicalize()
-                    .context("the experiment's folder")?;
-                let inside = std::path::Path::new(crate::containers::AGENT_EXPERIMENT)
-                    .parent()
-                    .expect("an absolute path");
-                for rule in &alerts.rules {
-                    let abs = rule
-                        .canonicalize()
-                        .with_context(|| format!("{}", rule.display()))?;
-                    let rel = abs.strip_prefix(&dir).map_err(|_| {
-                        anyhow::anyhow!(
-                            "the rule file {} is outside the experiment's folder: the agent containers could not find it at the same relative path",
-                            rule.display()
-                        )
-                    })?;
-                    let bytes = std::fs::read(&abs)
-                        .with_context(|| format!("reading {}", abs.display()))?;
-                    files.push((inside.join(rel).to_string_lossy().into_owned(), bytes));
-                }
-            }
-            Ok((
-                std::net::SocketAddr::new(gateway, 0),
-                AgentSource::Containers {
-                    image: images.sut.clone(),
-                    network: network.to_string(),
-                    experiment_text: exp.source.clone(),
-                    files,
-                    quick: *quick,
-                    seed: *seed,
-                },
-            ))
-        }
-        _ => Ok((a.listen, a.source.clone())),
-    }
-}
-
-/// Hands the agents their shards of `plan` and waits for them; returns
-/// goose's counts summed over the agents and what became of each.
-async fn drive_agents(
-    c: &mut Coordinator,
-    exp: &Experiment,
-    v: &Variant,
-    plan: LoadPlan,
-    capacity: Capacity,
-    clock: &Clock,
-) -> (load::LoadOutcome, Vec<run_report::AgentRecord>) {
-    let hard_stop = clock.hard_stop;
-    let shards = crate::agent::coordinator::shard_plans(
-        &plan,
-        c.count(),
-        &v.name,
-        capacity,
-        exp.duration,
-        hard_stop,
-        clock.total_secs,
-    );
-    let recorder = plan.journeys.recorder.clone();
-    c.release(shards.plans, recorder.clone());
-    c.finish(
-        &recorder,
-        &shards.planned,
-        hard_stop + Duration::from_secs(10),
-        &plan.stop,
-    )
-    .await
 }
 
 /// Drives the load on a runtime of its own, whose threads are named
