@@ -6,38 +6,42 @@
 //! function, while the [`timeline`] injects faults and the sampler ([`scrape`],
 //! [`recorder`]) records every second. Analysis and report files come from the
 //! `run-report` crate.
+//!
+//! Visibility: a module is `pub` only when the binary (`main.rs`, a crate of
+//! its own) or an integration test under `tests/` uses it; the rest are
+//! `pub(crate)`, so what they export is the crate's business alone.
 
 pub mod ablate;
 pub mod agent;
 mod async_client;
-pub mod axis;
+pub(crate) mod axis;
 pub mod bench;
 pub mod budget;
-pub mod client_metrics;
-pub mod client_policies;
+pub(crate) mod client_metrics;
+pub(crate) mod client_policies;
 pub mod containers;
-pub mod cost;
-pub mod cpu;
-pub mod environment;
+pub(crate) mod cost;
+pub(crate) mod cpu;
+pub(crate) mod environment;
 pub mod exit;
 pub mod experiment;
-pub mod http;
+pub(crate) mod http;
 pub mod interrupt;
-pub mod journey;
+pub(crate) mod journey;
 mod lanes;
 pub mod load;
-pub mod progress;
+pub(crate) mod progress;
 pub mod prometheus;
 pub mod recorder;
 pub mod render;
-pub mod residue;
-pub mod run_id;
+pub(crate) mod residue;
+pub(crate) mod run_id;
 pub mod runner;
 pub mod scrape;
-pub mod spike;
-pub mod stdout_to_log;
+pub(crate) mod spike;
+pub(crate) mod stdout_to_log;
 pub mod sweep;
 pub mod threshold;
-pub mod timeline;
-pub mod tree;
+pub(crate) mod timeline;
+pub(crate) mod tree;
 pub mod workload;
