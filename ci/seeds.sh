@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs experiments over several seeds and prints one line per run, with each
-# variant's verdict, waves and peak failure ratio (from its summary.json):
+# variant's verdict, waves and peak failure ratio (from its summary.json),
+# and LATE / GPU N % slow where the report's harness-cost panel or GPU pace
+# flagged the run (the host could not keep up: read its timing with care):
 #   ci/seeds.sh [--quick] [--release] [EXPERIMENT.yaml ...]   (default: every experiments/*.yaml)
 # SEEDS="1 2 3 4 5" by default; OUT (default /tmp/seed-reports) holds the
 # reports and one log per run; JOBS (default 1) runs that many at once: a
@@ -42,11 +44,21 @@ run_one() {
   line=$(python3 - "$dir/summary.json" <<'EOF' 2>/dev/null
 import json, sys
 s = json.load(open(sys.argv[1]))
+def flags(v):
+    # A run its host could not keep up with says so, so a tally never
+    # counts it silently: the schedule's lag and the GPU's pace.
+    cost, pace = v.get("harness_cost") or {}, v.get("gpu_pacing") or {}
+    out = []
+    if cost and not cost.get("delivered_as_planned", True):
+        out.append(f"LATE: lag p99 {cost.get('lag_p99_ms') or 0:.0f} ms")
+    if pace.get("warning"):
+        out.append(f"GPU {100 * (pace.get('slower_by') or 0):.0f} % slow")
+    return "".join(f", {f}" for f in out)
 print(" ".join(
     f"{v['name']}={v['verdict']['verdict']}"
     f"(waves {len(v['waves'])}, peak {v['metrics'].get('peak_failure_ratio') or 0:.2f}"
     + (f", slow {v['verdict']['slow']['took_s']:.0f} s" if v['verdict'].get('slow') else "")
-    + ")"
+    + flags(v) + ")"
     for v in s["variants"]))
 EOF
 )
