@@ -5,7 +5,7 @@ use super::super::raw::*;
 use super::super::*;
 use super::{Ctx, ExperimentError};
 use run_report::{CompareOp, ALERT_METRICS, METRICS, WINDOWED_METRICS, ZONE_METRICS};
-use serde_saphyr::Spanned;
+use serde_saphyr::{Location, Spanned};
 
 /// Every expectation of the form, in file order.
 pub(super) fn expectations(
@@ -47,6 +47,19 @@ struct Labels<'a> {
     alerts: Option<&'a [String]>,
 }
 
+/// Where one expectation was written: its location and field, for errors.
+struct Site<'a> {
+    cx: &'a Ctx<'a>,
+    at: &'a Location,
+    field: String,
+}
+
+impl Site<'_> {
+    fn err(&self, message: impl Into<String>) -> ExperimentError {
+        self.cx.err(self.at, &self.field, message)
+    }
+}
+
 /// `waves`, `failure_ratio_mean[40s..70s]`, `zone_failure_ratio_peak{az2}` with `">= 3"` or `0`.
 fn expectation(
     cx: &Ctx,
@@ -55,106 +68,145 @@ fn expectation(
     value: &Spanned<ExpectValue>,
     labels: &Labels,
 ) -> Result<ExpectationSpec, ExperimentError> {
-    let zones = labels.zones;
-    let at = &value.referenced;
-    let field = format!("expect.{variant}.{key}");
+    let site = Site {
+        cx,
+        at: &value.referenced,
+        field: format!("expect.{variant}.{key}"),
+    };
+    let MetricKey {
+        metric,
+        label: zone,
+        window,
+    } = split_key(&site, key)?;
+    check_metric(&site, &metric, window.is_some())?;
+    check_alert_label(&site, &metric, zone.as_ref(), labels.alerts)?;
+    check_zone_label(&site, &metric, zone.as_ref(), labels.zones)?;
+    if metric == "verdict" {
+        return verdict_expectation(cx, variant, value);
+    }
+    let (op, num, source) = comparison(&site, &value.value)?;
+    Ok(ExpectationSpec {
+        variant: variant.to_string(),
+        metric,
+        zone,
+        window,
+        op,
+        value: num,
+        source,
+        classes: Vec::new(),
+    })
+}
+
+/// An expectation's key, `name{label}[FROM..TO]`, taken apart.
+struct MetricKey {
+    metric: String,
+    /// A zone, or an alert rule's name.
+    label: Option<String>,
+    /// Seconds from and to.
+    window: Option<(f64, f64)>,
+}
+
+/// `name{label}[FROM..TO]` into the name, its label and its window.
+fn split_key(site: &Site, key: &str) -> Result<MetricKey, ExperimentError> {
     let mut metric = key.trim().to_string();
     let mut window = None;
     if let Some(i) = metric.find('[') {
         let inner = metric[i + 1..].trim_end_matches(']').to_string();
         metric.truncate(i);
-        let (a, b) = inner.split_once("..").ok_or_else(|| {
-            cx.err(
-                at,
-                &field,
-                "a window is written [FROM..TO], e.g. [40s..70s]",
-            )
-        })?;
-        let a = cx.duration(at, &field, a)?.as_secs_f64();
-        let b = cx.duration(at, &field, b)?.as_secs_f64();
+        let (a, b) = inner
+            .split_once("..")
+            .ok_or_else(|| site.err("a window is written [FROM..TO], e.g. [40s..70s]"))?;
+        let a = site.cx.duration(site.at, &site.field, a)?.as_secs_f64();
+        let b = site.cx.duration(site.at, &site.field, b)?.as_secs_f64();
         if b <= a {
-            return Err(cx.err(at, &field, "window end must be after its start"));
+            return Err(site.err("window end must be after its start"));
         }
         window = Some((a, b));
     }
-    let mut zone = None;
+    let mut label = None;
     if let Some(i) = metric.find('{') {
-        zone = Some(metric[i + 1..].trim_end_matches('}').to_string());
+        label = Some(metric[i + 1..].trim_end_matches('}').to_string());
         metric.truncate(i);
     }
-    if !METRICS.contains(&metric.as_str()) {
-        return Err(cx.err(
-            at,
-            &field,
-            format!(
-                "unknown metric {metric:?}; known metrics: {}",
-                METRICS.join(", ")
-            ),
-        ));
+    Ok(MetricKey {
+        metric,
+        label,
+        window,
+    })
+}
+
+/// A known metric, and a window only on a windowed one.
+fn check_metric(site: &Site, metric: &str, windowed: bool) -> Result<(), ExperimentError> {
+    if !METRICS.contains(&metric) {
+        return Err(site.err(format!(
+            "unknown metric {metric:?}; known metrics: {}",
+            METRICS.join(", ")
+        )));
     }
-    if window.is_some() && !WINDOWED_METRICS.contains(&metric.as_str()) {
-        return Err(cx.err(
-            at,
-            &field,
-            format!(
-                "{metric} does not take a window; windowed metrics: {}",
-                WINDOWED_METRICS.join(", ")
-            ),
-        ));
+    if windowed && !WINDOWED_METRICS.contains(&metric) {
+        return Err(site.err(format!(
+            "{metric} does not take a window; windowed metrics: {}",
+            WINDOWED_METRICS.join(", ")
+        )));
     }
-    if metric == "alerts_fired" || ALERT_METRICS.contains(&metric.as_str()) {
-        let Some(names) = labels.alerts else {
-            return Err(cx.err(
-                at,
-                &field,
-                format!("{metric} needs alert rules: add `alerts: {{ rules: [FILE] }}`"),
-            ));
-        };
-        match (&zone, ALERT_METRICS.contains(&metric.as_str())) {
-            (Some(n), true) if !names.contains(n) => {
-                return Err(cx.err(
-                    at,
-                    &field,
-                    format!("no alert rule {n:?} in alerts.rules; alerts are {names:?}"),
-                ))
-            }
-            (None, true) => {
-                return Err(cx.err(
-                    at,
-                    &field,
-                    format!("{metric} needs an alert rule's name: {metric}{{NAME}}"),
-                ))
-            }
-            (Some(_), false) => return Err(cx.err(at, &field, format!("{metric} takes no name"))),
-            _ => {}
-        }
+    Ok(())
+}
+
+/// Alert metrics need alert rules, and the per-rule ones a rule's name.
+fn check_alert_label(
+    site: &Site,
+    metric: &str,
+    label: Option<&String>,
+    alerts: Option<&[String]>,
+) -> Result<(), ExperimentError> {
+    let per_rule = ALERT_METRICS.contains(&metric);
+    if metric != "alerts_fired" && !per_rule {
+        return Ok(());
     }
-    let is_zone_metric = ZONE_METRICS.contains(&metric.as_str());
-    match (&zone, is_zone_metric) {
-        _ if ALERT_METRICS.contains(&metric.as_str()) => {}
+    let Some(names) = alerts else {
+        return Err(site.err(format!(
+            "{metric} needs alert rules: add `alerts: {{ rules: [FILE] }}`"
+        )));
+    };
+    match (label, per_rule) {
+        (Some(n), true) if !names.contains(n) => Err(site.err(format!(
+            "no alert rule {n:?} in alerts.rules; alerts are {names:?}"
+        ))),
+        (None, true) => Err(site.err(format!(
+            "{metric} needs an alert rule's name: {metric}{{NAME}}"
+        ))),
+        (Some(_), false) => Err(site.err(format!("{metric} takes no name"))),
+        _ => Ok(()),
+    }
+}
+
+/// Per-zone metrics need a known zone; no other metric takes one.
+fn check_zone_label(
+    site: &Site,
+    metric: &str,
+    label: Option<&String>,
+    zones: &[String],
+) -> Result<(), ExperimentError> {
+    if ALERT_METRICS.contains(&metric) {
+        return Ok(());
+    }
+    match (label, ZONE_METRICS.contains(&metric)) {
         (Some(z), true) if !zones.contains(z) => {
-            return Err(cx.err(
-                at,
-                &field,
-                format!("unknown zone {z:?}; zones are {zones:?}"),
-            ))
+            Err(site.err(format!("unknown zone {z:?}; zones are {zones:?}")))
         }
-        (None, true) => {
-            return Err(cx.err(
-                at,
-                &field,
-                format!("{metric} needs a zone: {metric}{{ZONE}}"),
-            ))
-        }
-        (Some(_), false) => {
-            return Err(cx.err(at, &field, format!("{metric} is not a per-zone metric")))
-        }
-        _ => {}
+        (None, true) => Err(site.err(format!("{metric} needs a zone: {metric}{{ZONE}}"))),
+        (Some(_), false) => Err(site.err(format!("{metric} is not a per-zone metric"))),
+        _ => Ok(()),
     }
-    if metric == "verdict" {
-        return verdict_expectation(cx, variant, value);
-    }
-    let (op, num, source) = match &value.value {
+}
+
+/// `">= 3"`, `"<= 1.3"` or a bare number (`==`): the operator, the number
+/// and the text as written.
+fn comparison(
+    site: &Site,
+    value: &ExpectValue,
+) -> Result<(CompareOp, f64, String), ExperimentError> {
+    let (op, num, source) = match value {
         ExpectValue::Number(n) => (CompareOp::Eq, *n, format!("== {n}")),
         ExpectValue::Text(t) => {
             let t = t.trim();
@@ -169,28 +221,17 @@ fn expectation(
             .find_map(|(p, op)| t.strip_prefix(p).map(|r| (*op, r)))
             .unwrap_or((CompareOp::Eq, t));
             let n: f64 = rest.trim().parse().map_err(|_| {
-                cx.err(
-                    at,
-                    &field,
-                    format!("{t:?} is not a comparison; write e.g. \">= 3\", \"<= 1.3\" or 0"),
-                )
+                site.err(format!(
+                    "{t:?} is not a comparison; write e.g. \">= 3\", \"<= 1.3\" or 0"
+                ))
             })?;
             (op, n, t.to_string())
         }
     };
     if !num.is_finite() {
-        return Err(cx.err(at, &field, "the expected value must be a finite number"));
+        return Err(site.err("the expected value must be a finite number"));
     }
-    Ok(ExpectationSpec {
-        variant: variant.to_string(),
-        metric,
-        zone,
-        window,
-        op,
-        value: num,
-        source,
-        classes: Vec::new(),
-    })
+    Ok((op, num, source))
 }
 
 /// `verdict: metastable` or `verdict: "stable|recovered"`.
