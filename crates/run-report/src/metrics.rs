@@ -53,7 +53,7 @@ use std::fmt;
 /// | `oversized_tenant_p99_ms` | | | largest end-to-end p99 of the tenants with oversized documents |
 /// | `verdict` | | | the verdict's class, not a number: `verdict: metastable` or `verdict: stable\|recovered` (see [`crate::Verdict`]) |
 /// | `metastable` | | | 1 when the verdict is metastable; 0 when stable, recovered or overloaded; undefined when inconclusive, never healthy or without trigger |
-/// | `time_to_recover_s` | | | seconds from the residue's end to recovery (0 when stable; for a metastable variant, to its later recovery; otherwise undefined) |
+/// | `time_to_recover_s` | | | seconds from the residue's end to recovery (0 when stable; a slow recovery's full time; for a metastable variant ended by an operator's action, to the recovery after it; otherwise undefined) |
 /// | `late_arrivals` | | | arrivals not sent on time (client in-flight cap reached) |
 /// | `zone_failure_ratio_peak` | W | Z | largest per-second failed / requests of the zone, seconds with >= 5 requests |
 /// | `zone_failure_ratio_mean` | W | Z | mean of the zone's per-second failure ratios |
