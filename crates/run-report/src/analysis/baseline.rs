@@ -229,7 +229,7 @@ pub fn measure_where(
         offered_per_s,
         offered_is_planned: planned,
         effect: sustaining::figures(&before),
-        backlog: Backlog::mean(&before),
+        backlog: Backlog::mean(before.iter().copied()),
         excluded_s: Vec::new(),
     })
 }

@@ -23,13 +23,19 @@ pub struct Backlog {
 
 impl Backlog {
     /// The mean of each gauge over `seconds` (zero when there are none).
-    pub fn mean(seconds: &[&Second]) -> Backlog {
-        let n = seconds.len().max(1) as f64;
-        let mean = |g: fn(&Second) -> f64| seconds.iter().map(|s| g(s)).sum::<f64>() / n;
+    pub fn mean<'a>(seconds: impl IntoIterator<Item = &'a Second>) -> Backlog {
+        let (mut sum, mut n) = (Backlog::default(), 0.0);
+        for s in seconds {
+            sum.in_flight += s.in_flight as f64;
+            sum.queue_depth += s.queue_depth;
+            sum.gpu_queue_pages += s.gpu_queue_pages;
+            n += 1.0;
+        }
+        let n = f64::max(n, 1.0);
         Backlog {
-            in_flight: mean(|s| s.in_flight as f64),
-            queue_depth: mean(|s| s.queue_depth),
-            gpu_queue_pages: mean(|s| s.gpu_queue_pages),
+            in_flight: sum.in_flight / n,
+            queue_depth: sum.queue_depth / n,
+            gpu_queue_pages: sum.gpu_queue_pages / n,
         }
     }
 
@@ -66,8 +72,8 @@ impl SlowRecovery {
     ) -> SlowRecovery {
         let from = residue_end_s.max(0.0).ceil() as u32;
         let at = |t: u32| seconds.iter().find(|s| s.t == t);
-        let start = Backlog::mean(&at(from).into_iter().collect::<Vec<_>>());
-        let end = Backlog::mean(&at(recovered_at).into_iter().collect::<Vec<_>>());
+        let start = Backlog::mean(at(from));
+        let end = Backlog::mean(at(recovered_at));
         let mut drained = Vec::new();
         for ((what, unit, was), ((_, _, then), (_, _, base))) in start
             .named()

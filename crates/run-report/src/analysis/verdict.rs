@@ -322,14 +322,15 @@ fn intervention(v: &VariantRun, from: f64, to: f64) -> Option<String> {
         .next()
 }
 
-/// Rules 4 and 5 for a still-degraded episode: `Ok` when it came back by
-/// itself (its outcome becomes the recovery), else what it was.
+/// Rules 4 and 5 for a still-degraded episode: `None` when it came back by
+/// itself (its outcome becomes that recovery), else what it was: metastable,
+/// overloaded, or inconclusive (unexplained).
 fn judge_still_degraded(
     v: &VariantRun,
     b: &Baseline,
     e: &mut Episode,
     window: u32,
-) -> Result<(), Verdict> {
+) -> Option<Verdict> {
     let r = e.residue_end_s.unwrap_or(e.start_s);
     let from = whole(r.ceil());
     let own = episode_health(v, b, e);
@@ -339,11 +340,11 @@ fn judge_still_degraded(
     let ended_by = recovered_at.and_then(|t| intervention(v, e.start_s, f64::from(t)));
     if let (Some(t), None) = (recovered_at, &ended_by) {
         e.outcome = EpisodeOutcome::Recovered { at_s: t };
-        return Ok(());
+        return None;
     }
     let (ok, offered) = load_at_or_below_baseline(&v.seconds, b, from, from + window);
     if !ok {
-        return Err(Verdict::Overloaded {
+        return Some(Verdict::Overloaded {
             since_s: r,
             before_trigger: false,
             load_step_at_s: None,
@@ -362,7 +363,7 @@ fn judge_still_degraded(
     if sustaining.named.is_empty() {
         // Degraded, but nothing measured keeps it so: a failure that
         // sustains itself is not shown, so it is not called one.
-        return Err(Verdict::Inconclusive {
+        return Some(Verdict::Inconclusive {
             reason: format!(
                 "still degraded {degraded_for_s:.0} s after the trigger's residue ended at \
                  {r:.1} s, at no more than the baseline's load, but {} over {from}-{until} s: \
@@ -372,7 +373,7 @@ fn judge_still_degraded(
             needed_s: None,
         });
     }
-    Err(Verdict::Metastable {
+    Some(Verdict::Metastable {
         residue_end_s: r,
         degraded_for_s,
         recovered_at_s: recovered_at.map(f64::from),
@@ -396,14 +397,14 @@ fn variant_verdict(
         .filter(|e| e.outcome == EpisodeOutcome::StillDegraded)
     {
         match judge_still_degraded(v, b, e, window) {
-            Ok(()) => {}
-            Err(m @ Verdict::Metastable { .. }) => {
+            None => {}
+            Some(m @ Verdict::Metastable { .. }) => {
                 metastable.get_or_insert(m);
             }
-            Err(o @ Verdict::Overloaded { .. }) => {
+            Some(o @ Verdict::Overloaded { .. }) => {
                 overloaded.get_or_insert(o);
             }
-            Err(other) => {
+            Some(other) => {
                 unexplained.get_or_insert(other);
             }
         }

@@ -25,6 +25,7 @@
 //! shortly before it began, the verdict names that step and the load the
 //! system was healthy at before it.
 
+use super::whole;
 use crate::analysis::baseline::{self, Baseline, Health, NoBaseline};
 use crate::model::{AnalysisConfig, Second};
 use crate::series;
@@ -96,15 +97,13 @@ fn describe(
     since: u32,
     end: u32,
 ) -> PreTriggerOverload {
-    let rate = |from: u32, to: u32| {
-        series::mean_finite(
-            seconds
-                .iter()
-                .filter(|s| s.t >= from && s.t < to)
-                .map(|s| baseline::offered(s, b.offered_is_planned)),
-        )
-    };
-    let offered_per_s = rate(since, end).unwrap_or(0.0);
+    let offered_per_s = series::mean_finite(
+        seconds
+            .iter()
+            .filter(|s| s.t >= since && s.t < end)
+            .map(|s| baseline::offered(s, b.offered_is_planned)),
+    )
+    .unwrap_or(0.0);
     // The planned rate held since the last change at or before `since`.
     let planned: std::collections::BTreeMap<u32, f64> = seconds
         .iter()
@@ -124,12 +123,11 @@ fn describe(
     });
     let healthy_per_s = step
         .and_then(|t| {
-            let healthy_before: Vec<f64> = seconds
+            seconds
                 .iter()
                 .filter(|s| s.t < t && health.is_healthy(s.t))
-                .map(|s| baseline::offered(s, true))
-                .collect();
-            healthy_before.into_iter().reduce(f64::max)
+                .map(|s| s.offered_rate)
+                .reduce(f64::max)
         })
         .unwrap_or(b.offered_per_s);
     PreTriggerOverload {
@@ -166,8 +164,4 @@ fn overloaded_since(health: &Health, from: u32, end: u32, window: u32) -> Option
         }
     }
     Some(since)
-}
-
-fn whole(x: f64) -> u32 {
-    x.max(0.0).min(f64::from(u32::MAX)) as u32
 }
