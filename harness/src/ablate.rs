@@ -19,7 +19,7 @@
 
 use crate::experiment::{Experiment, Variant};
 use run_report::ablation::{Classification, GroupVerdict, RunOutcome};
-use run_report::{Analysis, VariantAnalysis};
+use run_report::{Analysis, Metric, VariantAnalysis};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -220,8 +220,8 @@ pub fn estimate(p: &Plan) -> Duration {
     per * p.experiment.variants.len() as u32
 }
 
-fn metric(a: &VariantAnalysis, k: &str) -> f64 {
-    a.metrics.get(k).copied().unwrap_or(f64::NAN)
+fn metric(a: &VariantAnalysis, m: Metric) -> f64 {
+    a.metrics.get(m).unwrap_or(f64::NAN)
 }
 
 /// Waves, mean failure ratio and verdict of every analysed run, by variant name.
@@ -233,8 +233,8 @@ pub fn results_of(analysis: &Analysis) -> BTreeMap<String, RunOutcome> {
             (
                 a.name.clone(),
                 RunOutcome {
-                    waves: metric(a, "waves"),
-                    mean_failure: metric(a, "failure_ratio_mean"),
+                    waves: metric(a, Metric::Waves),
+                    mean_failure: metric(a, Metric::FailureRatioMean),
                     verdict: a.verdict.class().to_string(),
                 },
             )

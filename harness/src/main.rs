@@ -9,6 +9,7 @@ use harness::exit::{self, CliError, Finished};
 use harness::experiment;
 use harness::interrupt::cli_runtime;
 use harness::runner::{self, RunOptions};
+use run_report::Metric;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -115,6 +116,10 @@ enum Command {
         #[arg(long)]
         quiet: bool,
     },
+    /// Many runs of one experiment (seeds x repeats, several at once),
+    /// judged with their confidence: verdict shares with exact intervals,
+    /// figures' spreads, the fix's proof with its tests, flaky expectations.
+    Campaign(harness::campaign::CampaignArgs),
     /// Vulnerability maps: runs the quick form over a grid of loads x trigger
     /// sizes and maps which cells recover and which stay degraded, per variant.
     Sweep(harness::sweep::SweepArgs),
@@ -178,6 +183,7 @@ fn command(cli: Cli) -> Result<Finished, CliError> {
             agents,
         }) => harness::bench::cli(quick, only, agents),
         Some(Command::Report { dir, with, quiet }) => report(&dir, with.as_deref(), quiet),
+        Some(Command::Campaign(args)) => harness::campaign::cli(args),
         Some(Command::Sweep(args)) => harness::sweep::cli(args),
         Some(Command::Threshold(args)) => harness::threshold::cli(args),
         Some(Command::Agent(args)) => agent(args),
@@ -439,19 +445,19 @@ fn ablate(args: AblateArgs) -> Result<Finished, CliError> {
 fn print_summary(o: &runner::RunOutcome, quiet: bool) {
     let a = &o.analysis;
     for v in &a.variants {
-        let m = |k: &str| v.metrics.get(k).copied().unwrap_or(f64::NAN);
+        let m = |k| v.metrics.get(k).unwrap_or(f64::NAN);
         eprintln!(
             "{:>12}: {} | waves {} | peak failure {:.2} | amplification peak {:.2} mean {:.2} | duplicate compute {:.1}% | cache writes lost {} | lost documents {} | incorrect results {}",
             v.name,
             v.verdict.label(),
-            m("waves"),
-            m("peak_failure_ratio"),
-            m("amplification_peak"),
-            m("amplification_mean"),
-            m("duplicate_compute_share") * 100.0,
-            m("cache_writes_lost"),
-            m("lost_documents"),
-            m("incorrect_results"),
+            m(Metric::Waves),
+            m(Metric::PeakFailureRatio),
+            m(Metric::AmplificationPeak),
+            m(Metric::AmplificationMean),
+            m(Metric::DuplicateComputeShare) * 100.0,
+            m(Metric::CacheWritesLost),
+            m(Metric::LostDocuments),
+            m(Metric::IncorrectResults),
         );
         if !quiet || v.verdict.is_bad() {
             eprintln!("{:>12}  {}", "", v.verdict.explanation());

@@ -8,53 +8,56 @@
 //! the report figures it feeds: a target that lacks one is warned about at
 //! the start, and those figures read "n/a", never 0.
 
-use run_report::{Second, ZoneSecond};
+use run_report::{Metric as Report, Second, ZoneSecond};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use sut::metric_names::{self as names, Metric};
 use sut::RejectReason;
 
 /// Every series the harness reads, with the report metrics it feeds.
-pub const READ: &[(Metric, &[&str])] = &[
+pub const READ: &[(Metric, &[Report])] = &[
     (names::POOL_SLOTS, &[]),
     (names::POOL_SLOTS_BUSY, &[]),
     (
         names::POOL_WAITERS_HOLDING_SLOT,
-        &["slots_held_by_waiters_peak"],
+        &[Report::SlotsHeldByWaitersPeak],
     ),
     (names::POOL_QUEUE_DEPTH, &[]),
     (names::GPU_QUEUED_PAGES, &[]),
-    (names::GATEWAY_ATTEMPTS_TOTAL, &["gateway_amplification"]),
+    (
+        names::GATEWAY_ATTEMPTS_TOTAL,
+        &[Report::GatewayAmplification],
+    ),
     (names::POOL_ADMITTED_TOTAL, &[]),
     (names::CACHE_WRITES_ACKED_TOTAL, &[]),
-    (names::CACHE_WRITES_LOST_TOTAL, &["cache_writes_lost"]),
-    (names::CACHE_WRITE_ERRORS_TOTAL, &["cache_write_errors"]),
-    (names::CACHE_HITS_TOTAL, &["cache_hit_ratio"]),
-    (names::CACHE_MISSES_TOTAL, &["cache_hit_ratio"]),
+    (names::CACHE_WRITES_LOST_TOTAL, &[Report::CacheWritesLost]),
+    (names::CACHE_WRITE_ERRORS_TOTAL, &[Report::CacheWriteErrors]),
+    (names::CACHE_HITS_TOTAL, &[Report::CacheHitRatio]),
+    (names::CACHE_MISSES_TOTAL, &[Report::CacheHitRatio]),
     (
         names::GPU_PAGES_COMPUTED_TOTAL,
-        &["duplicate_compute_share"],
+        &[Report::DuplicateComputeShare],
     ),
     (
         names::GPU_PAGES_RECOMPUTED_TOTAL,
-        &["duplicate_compute_share"],
+        &[Report::DuplicateComputeShare],
     ),
     (names::GPU_ORPHAN_PAGES_TOTAL, &[]),
     (names::POOL_ZOMBIE_PAGES_TOTAL, &[]),
-    (names::POOL_REJECTED_TOTAL, &["rejected_early"]),
+    (names::POOL_REJECTED_TOTAL, &[Report::RejectedEarly]),
     (
         names::POOL_REQUESTS_TOTAL,
-        &["zone_failure_ratio_peak", "zone_failure_ratio_mean"],
+        &[Report::ZoneFailureRatioPeak, Report::ZoneFailureRatioMean],
     ),
     (
         names::POOL_OK_TOTAL,
-        &["zone_failure_ratio_peak", "zone_failure_ratio_mean"],
+        &[Report::ZoneFailureRatioPeak, Report::ZoneFailureRatioMean],
     ),
-    (names::POOL_ZOMBIE_WORK_TOTAL, &["zone_zombie_work"]),
+    (names::POOL_ZOMBIE_WORK_TOTAL, &[Report::ZoneZombieWork]),
 ];
 
 /// The series of [`READ`] that `scrape` lacks, each with the figures it blanks.
-pub fn missing(scrape: &Scrape) -> Vec<(&'static str, &'static [&'static str])> {
+pub fn missing(scrape: &Scrape) -> Vec<(&'static str, &'static [Report])> {
     READ.iter()
         .filter(|(m, _)| !scrape.has(m.name))
         .map(|(m, feeds)| (m.name, *feeds))

@@ -34,6 +34,6 @@ async fn a_target_without_a_series_is_told_which_figures_it_blanks() {
         .iter()
         .find(|(name, _)| *name == sut::metric_names::CACHE_WRITES_LOST_TOTAL.name)
         .expect("cache writes lost is read");
-    assert_eq!(lost.1, &["cache_writes_lost"]);
+    assert_eq!(lost.1, &[run_report::Metric::CacheWritesLost]);
     assert!(!missing.iter().any(|(n, _)| *n == "sut_pool_slots"));
 }

@@ -10,9 +10,11 @@
 //!
 //! * [`sweep`] and [`threshold`] — the pages and files of a sweep's
 //!   vulnerability maps and of a threshold search.
+//! * [`stats`] — exact small-sample statistics for campaigns (one
+//!   experiment run over many seeds): shares, spreads and their tests.
 //!
 //! Metric names (the contract with experiment files) are listed and defined
-//! on [`METRICS`]. Everything else is private to the crate.
+//! on [`Metric`], the typed catalogue. Everything else is private to the crate.
 
 pub mod ablation;
 mod analysis;
@@ -28,6 +30,7 @@ mod latency_counts;
 mod metrics;
 mod model;
 mod series;
+pub mod stats;
 mod summary;
 pub mod sweep;
 pub mod threshold;
@@ -52,7 +55,8 @@ pub use html::{data_uri, page, render_html};
 pub use junit::junit_xml;
 pub use latency_counts::LatencyCounts;
 pub use metrics::{
-    metric_value, MetricRef, ALERT_METRICS, METRICS, WINDOWED_METRICS, ZONE_METRICS,
+    metric_value, Metric, MetricRef, MetricValues, Scope as MetricScope, Unit as MetricUnit,
+    UnknownMetric,
 };
 pub use model::*;
 pub use summary::{summary_json, SCHEMA_VERSION};

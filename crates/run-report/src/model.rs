@@ -4,6 +4,7 @@
 //! analysis can be tested on synthetic series without running any load.
 
 use crate::latency_counts::LatencyCounts;
+use crate::metrics::{Metric, MetricRef};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -119,8 +120,8 @@ impl Default for AnalysisConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ExpectationSpec {
     pub variant: String,
-    /// Base metric name, one of [`crate::METRICS`].
-    pub metric: String,
+    /// The metric, parsed from the experiment file once.
+    pub metric: Metric,
     /// For per-zone metrics: which zone.
     #[serde(default)]
     pub zone: Option<String>,
@@ -153,8 +154,8 @@ pub enum CompareOp {
 /// One figure from the incident report, for the fidelity panel.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct IncidentFigure {
-    /// Metric name (one of [`crate::METRICS`]) measured in `variant`.
-    pub metric: String,
+    /// The metric (with its label and window) measured in `variant`.
+    pub metric: MetricRef,
     pub variant: String,
     pub incident_value: f64,
     /// e.g. "failure ratio before capacity was freed (78%)".
@@ -215,7 +216,7 @@ pub struct VariantRun {
     /// Report metrics that could not be measured (the target lacks a series
     /// they need) -> why; they read "n/a", never 0.
     #[serde(default)]
-    pub unmeasured: BTreeMap<String, String>,
+    pub unmeasured: BTreeMap<Metric, String>,
     /// The experiment's alert rules as a real Prometheus evaluated them on
     /// this variant (empty without `alerts:`), so a re-judged run reads the
     /// same alert history.

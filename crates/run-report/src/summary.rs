@@ -39,7 +39,7 @@
 //!     "judged_end_s": u32,
 //!     "first_trigger_start_s": f64 | null, "last_trigger_end_s": f64 | null, "last_residue_end_s": f64 | null,
 //!     "waves": [{ start_s, duration_s, peak_failure_ratio, mean_failure_ratio, peak_amplification }],
-//!     "metrics": { <every non-zone name of METRICS>: f64 | null, "<zone metric>{<zone>}": f64 | null },
+//!     "metrics": { <every run-scope Metric>: f64 | null, "<zone or alert Metric>{<zone or rule>}": f64 | null },
 //!     "integrity": { submitted, completed, given_up, pending, results_checked, incorrect_results,
 //!                    incorrect_examples, pending_agent_lost, submitted_digest: hex str,
 //!                    accounted: bool, ok: bool, problems: [str] },
@@ -66,7 +66,7 @@
 
 use crate::analysis::verdict::triggers_of;
 use crate::analysis::{Analysis, VariantAnalysis};
-use crate::metrics::{MetricRef, ALERT_METRICS, METRICS, ZONE_METRICS};
+use crate::metrics::{Metric, MetricRef, Scope};
 use crate::model::{RunData, VariantRun};
 use crate::series::zone_names;
 use serde_json::{json, Map, Value};
@@ -74,25 +74,24 @@ use serde_json::{json, Map, Value};
 /// Version of the summary.json schema described in this module.
 pub const SCHEMA_VERSION: u32 = 4;
 
+/// Every catalogue metric by its key: run-scope ones always (null when
+/// undefined), zone and alert ones per zone and rule seen.
 fn metrics(v: &VariantRun, a: &VariantAnalysis) -> Value {
+    let zones = zone_names(&v.seconds);
+    let rules: Vec<&str> = v.alerts.iter().map(|r| r.name.as_str()).collect();
     let mut m = Map::new();
-    let get = |k: &str| a.metrics.get(k).map_or(Value::Null, |x| json!(x));
-    for name in METRICS
-        .iter()
-        .filter(|n| !ZONE_METRICS.contains(n) && !ALERT_METRICS.contains(n))
-    {
-        m.insert(name.to_string(), get(name));
-    }
-    for alert in &v.alerts {
-        for name in ALERT_METRICS {
-            let key = format!("{name}{{{}}}", alert.name);
-            m.insert(key.clone(), get(&key));
-        }
-    }
-    for zone in zone_names(&v.seconds) {
-        for name in ZONE_METRICS {
-            let key = format!("{name}{{{zone}}}");
-            m.insert(key.clone(), get(&key));
+    for &metric in Metric::ALL {
+        let labels: Vec<&str> = match metric.scope() {
+            Scope::Run => {
+                m.insert(metric.name().into(), json!(a.metrics.get(metric)));
+                continue;
+            }
+            Scope::Zone => zones.iter().map(String::as_str).collect(),
+            Scope::Alert => rules.clone(),
+        };
+        for label in labels {
+            let value = a.metrics.labelled(metric, label);
+            m.insert(format!("{metric}{{{label}}}"), json!(value));
         }
     }
     Value::Object(m)

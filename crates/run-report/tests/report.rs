@@ -116,8 +116,11 @@ fn writes_a_complete_report() {
     assert!(html.contains("missed</span> (never fired)"));
     assert!(html.contains("Alerts fired: <b>0</b> of 2"));
     let m = &analysis.variant("before-fix").unwrap().metrics;
-    assert_eq!(m.get("alert_lead_s{RetryDuplication}"), Some(&3.0));
-    assert_eq!(m.get("alerts_fired"), Some(&1.0));
+    assert_eq!(
+        m.labelled(Metric::AlertLeadS, "RetryDuplication"),
+        Some(3.0)
+    );
+    assert_eq!(m.get(Metric::AlertsFired), Some(1.0));
     assert!(
         html.contains("&lt;b&gt;not bold&lt;/b&gt;"),
         "YAML is escaped"
@@ -312,7 +315,7 @@ fn odd_data_does_not_panic() {
     });
     run.expectations.push(ExpectationSpec {
         variant: "nope".into(),
-        metric: "waves".into(),
+        metric: Metric::Waves,
         zone: None,
         window: None,
         op: CompareOp::Ge,

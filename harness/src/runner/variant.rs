@@ -110,7 +110,7 @@ struct Collected {
     load: load::LoadOutcome,
     agents: Vec<run_report::AgentRecord>,
     cost: run_report::HarnessCost,
-    unmeasured: BTreeMap<String, String>,
+    unmeasured: BTreeMap<run_report::Metric, String>,
 }
 
 impl<'a> VariantDrive<'a> {
@@ -325,7 +325,7 @@ impl<'a> VariantDrive<'a> {
         w: Watchers,
         driven: Driven,
         r: &Running,
-        mut unmeasured: BTreeMap<String, String>,
+        mut unmeasured: BTreeMap<run_report::Metric, String>,
     ) -> anyhow::Result<Collected> {
         drop(self.coordinator.take());
         let _ = w.done.send(true);
@@ -363,15 +363,15 @@ impl<'a> VariantDrive<'a> {
     async fn alerts(
         &mut self,
         wall_start: SystemTime,
-        unmeasured: &mut BTreeMap<String, String>,
+        unmeasured: &mut BTreeMap<run_report::Metric, String>,
     ) -> Vec<run_report::AlertHistory> {
         let Some(m) = self.monitor.take() else {
             return Vec::new();
         };
         m.finish(&self.http, wall_start).await.unwrap_or_else(|e| {
             eprintln!("WARNING ({}): {e}; the alert metrics read n/a", self.v.name);
-            for name in run_report::ALERT_METRICS.iter().chain(&["alerts_fired"]) {
-                unmeasured.insert(name.to_string(), e.to_string());
+            for metric in run_report::Metric::ALL.iter().filter(|m| m.needs_alerts()) {
+                unmeasured.insert(*metric, e.to_string());
             }
             Vec::new()
         })
@@ -445,21 +445,22 @@ async fn drive_on_own_runtime(
 /// Says loudly which series the target lacks and which report figures they
 /// blank; returns those figures with why (they read "n/a", never 0).
 fn unmeasured(
-    missing: &[(&'static str, &'static [&'static str])],
+    missing: &[(&'static str, &'static [run_report::Metric])],
     variant: &str,
-) -> std::collections::BTreeMap<String, String> {
-    let mut out = std::collections::BTreeMap::new();
+) -> BTreeMap<run_report::Metric, String> {
+    let mut out = BTreeMap::new();
     for (series, feeds) in missing {
         let blanks = if feeds.is_empty() {
             "the charts".to_string()
         } else {
-            feeds.join(", ")
+            let names: Vec<&str> = feeds.iter().map(|m| m.name()).collect();
+            names.join(", ")
         };
         eprintln!(
             "WARNING ({variant}): the target's /metrics has no {series}; these report figures read n/a: {blanks}"
         );
         for f in *feeds {
-            out.entry(f.to_string())
+            out.entry(*f)
                 .or_insert_with(|| format!("the target does not export {series}"));
         }
     }

@@ -73,7 +73,8 @@ async fn run_cell(
                             r.class = CellClass::of(&v.verdict);
                             r.recovered_after_s = v.verdict.recovered_after_s();
                             r.waves = v.waves.len();
-                            r.peak_failure_ratio = v.metrics.get("peak_failure_ratio").copied();
+                            r.peak_failure_ratio =
+                                v.metrics.get(run_report::Metric::PeakFailureRatio);
                         }
                         None => r.error = Some("not run (interrupted)".into()),
                     }

@@ -23,6 +23,7 @@
 //! documents is reported beside it.
 
 use crate::analysis::waves::detect_waves;
+use crate::metrics::Metric;
 use crate::model::{AlertHistory, AnalysisConfig, VariantRun};
 use crate::series;
 
@@ -154,17 +155,18 @@ fn timing(a: &AlertHistory, first_failure: Option<f64>, first_wave: Option<f64>)
 pub fn alert_metric(
     v: &VariantRun,
     cfg: &AnalysisConfig,
-    name: &str,
+    metric: Metric,
     rule: Option<&str>,
 ) -> Result<f64, String> {
     if v.alerts.is_empty() {
         return Err("no alert rules were evaluated (the experiment has no `alerts:`)".into());
     }
     let d = detect(v, cfg);
-    if name == "alerts_fired" {
+    if metric == Metric::AlertsFired {
         return Ok(d.alerts.iter().filter(|a| a.fired()).count() as f64);
     }
-    let rule = rule.ok_or_else(|| format!("`{name}` needs a rule name, e.g. `{name}{{NAME}}`"))?;
+    let rule =
+        rule.ok_or_else(|| format!("`{metric}` needs a rule name, e.g. `{metric}{{NAME}}`"))?;
     let Some(a) = d.alerts.iter().find(|a| a.name == rule) else {
         let names: Vec<&str> = d.alerts.iter().map(|a| a.name.as_str()).collect();
         return Err(format!(
@@ -172,17 +174,18 @@ pub fn alert_metric(
             names.join(", ")
         ));
     };
-    match name {
-        "alert_fired" => Ok(if a.fired() { 1.0 } else { 0.0 }),
-        "alert_lead_s" => a.lead_s.ok_or_else(|| match a.first_firing_s {
-            None => format!("`{rule}` never fired"),
+    let never = || format!("`{rule}` never fired");
+    match metric {
+        Metric::AlertLeadS => a.lead_s.ok_or_else(|| match a.first_firing_s {
+            None => never(),
             Some(_) => d.customer_failure_reason.clone(),
         }),
-        "alert_wave_lead_s" => a.wave_lead_s.ok_or_else(|| match a.first_firing_s {
-            None => format!("`{rule}` never fired"),
+        Metric::AlertWaveLeadS => a.wave_lead_s.ok_or_else(|| match a.first_firing_s {
+            None => never(),
             Some(_) => "no wave after the warm-up".to_string(),
         }),
-        other => Err(format!("`{other}` is not computed (report bug)")),
+        Metric::AlertFired => Ok(if a.fired() { 1.0 } else { 0.0 }),
+        other => Err(format!("`{other}` is not an alert metric (report bug)")),
     }
 }
 
@@ -239,15 +242,15 @@ mod tests {
         assert_eq!(d.alerts[1].lead_s, Some(-3.0));
         // Still firing when the history ends: not resolved.
         assert_eq!(d.alerts[1].resolved_s, None);
-        assert_eq!(alert_metric(&v, &cfg, "alerts_fired", None), Ok(2.0));
+        assert_eq!(alert_metric(&v, &cfg, Metric::AlertsFired, None), Ok(2.0));
         assert_eq!(
-            alert_metric(&v, &cfg, "alert_fired", Some("Quiet")),
+            alert_metric(&v, &cfg, Metric::AlertFired, Some("Quiet")),
             Ok(0.0)
         );
-        assert!(alert_metric(&v, &cfg, "alert_lead_s", Some("Quiet"))
+        assert!(alert_metric(&v, &cfg, Metric::AlertLeadS, Some("Quiet"))
             .unwrap_err()
             .contains("never fired"));
-        assert!(alert_metric(&v, &cfg, "alert_fired", Some("Nope"))
+        assert!(alert_metric(&v, &cfg, Metric::AlertFired, Some("Nope"))
             .unwrap_err()
             .contains("Early, Late, Quiet"));
     }
@@ -300,13 +303,13 @@ mod tests {
         assert_eq!(d.alerts[0].lead_s, Some(-2.0));
         assert_eq!(d.alerts[0].wave_lead_s, Some(4.0));
         assert_eq!(
-            alert_metric(&v, &cfg, "alert_wave_lead_s", Some("Cause")),
+            alert_metric(&v, &cfg, Metric::AlertWaveLeadS, Some("Cause")),
             Ok(4.0)
         );
         // Without a wave the lead over it is undefined, and says why.
         let calm = run(Some(8), vec![alert("Cause", &[], &[(10.0, 25.0)])]);
         assert!(
-            alert_metric(&calm, &cfg, "alert_wave_lead_s", Some("Cause"))
+            alert_metric(&calm, &cfg, Metric::AlertWaveLeadS, Some("Cause"))
                 .unwrap_err()
                 .contains("no wave")
         );
@@ -348,13 +351,16 @@ mod tests {
         let v = run(None, vec![alert("A", &[], &[(4.0, 6.0)])]);
         let cfg = AnalysisConfig::default();
         assert_eq!(detect(&v, &cfg).first_customer_failure_s, None);
-        assert!(alert_metric(&v, &cfg, "alert_lead_s", Some("A")).is_err());
-        assert_eq!(alert_metric(&v, &cfg, "alert_fired", Some("A")), Ok(1.0));
+        assert!(alert_metric(&v, &cfg, Metric::AlertLeadS, Some("A")).is_err());
+        assert_eq!(
+            alert_metric(&v, &cfg, Metric::AlertFired, Some("A")),
+            Ok(1.0)
+        );
     }
 
     #[test]
     fn without_alerts_the_metrics_are_undefined() {
         let v = run(Some(3), vec![]);
-        assert!(alert_metric(&v, &AnalysisConfig::default(), "alerts_fired", None).is_err());
+        assert!(alert_metric(&v, &AnalysisConfig::default(), Metric::AlertsFired, None).is_err());
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::analysis::VariantAnalysis;
 use crate::format::num;
-use crate::metrics::{metric_value_explained, MetricRef};
+use crate::metrics::{metric_value_explained, Metric, MetricRef};
 use crate::model::{CompareOp, ExpectationSpec, RunData};
 use serde::Serialize;
 
@@ -53,7 +53,7 @@ pub fn evaluate_expectation(
 ) -> ExpectationResult {
     let run_v = run.variants.iter().find(|v| v.name == spec.variant);
     let ana_v = variants.iter().find(|v| v.name == spec.variant);
-    if spec.metric == "verdict" {
+    if spec.metric == Metric::Verdict {
         return evaluate_verdict(ana_v, spec);
     }
     let measured = match (run_v, ana_v) {
@@ -146,14 +146,14 @@ mod tests {
 
     fn spec(
         variant: &str,
-        metric: &str,
+        metric: Metric,
         window: Option<(f64, f64)>,
         op: CompareOp,
         value: f64,
     ) -> ExpectationSpec {
         ExpectationSpec {
             variant: variant.into(),
-            metric: metric.into(),
+            metric,
             zone: None,
             window,
             op,
@@ -177,14 +177,20 @@ mod tests {
     fn passing_and_failing_expectations() {
         let ok = judge(spec(
             "v",
-            "failure_ratio_mean",
+            Metric::FailureRatioMean,
             Some((0.0, 5.0)),
             CompareOp::Le,
             0.25,
         ));
         assert!(ok.passed, "{}", ok.message);
         assert_eq!(ok.measured, Some(0.25));
-        let bad = judge(spec("v", "amplification_mean", None, CompareOp::Lt, 1.5));
+        let bad = judge(spec(
+            "v",
+            Metric::AmplificationMean,
+            None,
+            CompareOp::Lt,
+            1.5,
+        ));
         assert!(!bad.passed);
         assert_eq!(bad.measured, Some(2.0));
         assert!(
@@ -192,18 +198,18 @@ mod tests {
             "{}",
             bad.message
         );
-        let eq = judge(spec("v", "waves", None, CompareOp::Eq, 0.0));
+        let eq = judge(spec("v", Metric::Waves, None, CompareOp::Eq, 0.0));
         assert!(eq.passed);
     }
 
     #[test]
     fn unmeasurable_expectations_fail_with_a_reason() {
-        let missing = judge(spec("w", "waves", None, CompareOp::Ge, 0.0));
+        let missing = judge(spec("w", Metric::Waves, None, CompareOp::Ge, 0.0));
         assert!(!missing.passed && missing.measured.is_none());
         assert!(missing.message.contains("variant `w` is not in this run"));
         let window = judge(spec(
             "v",
-            "failure_ratio_mean",
+            Metric::FailureRatioMean,
             Some((50.0, 60.0)),
             CompareOp::Ge,
             0.0,
@@ -213,7 +219,7 @@ mod tests {
             "{}",
             window.message
         );
-        let ttr = judge(spec("v", "time_to_recover_s", None, CompareOp::Ge, 0.0));
+        let ttr = judge(spec("v", Metric::TimeToRecoverS, None, CompareOp::Ge, 0.0));
         assert!(
             !ttr.passed && ttr.message.contains("no trigger"),
             "{}",

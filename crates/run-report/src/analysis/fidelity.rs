@@ -3,7 +3,7 @@
 //! by side, with the difference.
 
 use crate::analysis::VariantAnalysis;
-use crate::metrics::{metric_value_explained, MetricRef};
+use crate::metrics::metric_value_explained;
 use crate::model::RunData;
 use serde::Serialize;
 
@@ -30,15 +30,11 @@ pub fn fidelity_rows(run: &RunData, variants: &[VariantAnalysis]) -> Vec<Fidelit
         .iter()
         .map(|fig| {
             let measured = match (
-                MetricRef::parse(&fig.metric),
                 run.variants.iter().find(|v| v.name == fig.variant),
                 variants.iter().find(|v| v.name == fig.variant),
             ) {
-                (None, _, _) => Err(format!("cannot read metric `{}`", fig.metric)),
-                (_, None, _) | (_, _, None) => {
-                    Err(format!("variant `{}` is not in this run", fig.variant))
-                }
-                (Some(m), Some(v), Some(a)) => metric_value_explained(v, a, &m, &run.analysis),
+                (Some(v), Some(a)) => metric_value_explained(v, a, &fig.metric, &run.analysis),
+                _ => Err(format!("variant `{}` is not in this run", fig.variant)),
             };
             let (measured, note) = match measured {
                 Ok(x) => (Some(x), None),
@@ -47,7 +43,7 @@ pub fn fidelity_rows(run: &RunData, variants: &[VariantAnalysis]) -> Vec<Fidelit
             let finite_incident = Some(fig.incident_value).filter(|x| x.is_finite());
             FidelityRow {
                 variant: fig.variant.clone(),
-                metric: fig.metric.clone(),
+                metric: fig.metric.to_string(),
                 label: fig.label.clone(),
                 incident_value: fig.incident_value,
                 measured,

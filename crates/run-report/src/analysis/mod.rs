@@ -25,16 +25,15 @@ use crate::metrics;
 use crate::model::{AnalysisConfig, Integrity, RunData, VariantRun};
 use serde::Serialize;
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
 /// Everything concluded about one variant.
 #[derive(Debug, Clone, Serialize)]
 pub struct VariantAnalysis {
     pub name: String,
     pub waves: Vec<Wave>,
-    /// Every whole-run metric that is defined (see [`crate::METRICS`]); zone
-    /// metrics are keyed `name{zone}`. Undefined metrics are absent.
-    pub metrics: BTreeMap<String, f64>,
+    /// Every whole-run metric that is defined (see [`crate::Metric`]); zone
+    /// and alert metrics per zone or rule. Undefined metrics are absent.
+    pub metrics: metrics::MetricValues,
     pub verdict: Verdict,
     /// What the verdict was judged against (absent without trigger or baseline).
     pub baseline: Option<Baseline>,
@@ -42,6 +41,9 @@ pub struct VariantAnalysis {
     pub episodes: Vec<Episode>,
     /// One past the last second judged (the drain after the load is not).
     pub judged_end_s: u32,
+    /// Seconds degraded against the baseline from the warm-up to the judged
+    /// end (absent without a baseline).
+    pub degraded_s: Option<u32>,
     /// No incorrect result and every document accounted for.
     pub integrity_ok: bool,
     /// Why integrity failed, in words (empty when it held).
@@ -121,16 +123,17 @@ pub fn analyse_variant(v: &VariantRun, cfg: &AnalysisConfig) -> VariantAnalysis 
     let mut a = VariantAnalysis {
         name: v.name.clone(),
         waves: waves::detect_waves(&v.seconds, cfg),
-        metrics: BTreeMap::new(),
+        metrics: metrics::MetricValues::default(),
         verdict: judgement.verdict,
         baseline: judgement.baseline,
         episodes: judgement.episodes,
         judged_end_s: judgement.judged_end_s,
+        degraded_s: judgement.degraded_s,
         integrity_ok: problems.is_empty(),
         integrity_problems: problems,
         interrupted: v.interrupted,
     };
-    a.metrics = metrics::metrics_map(v, &a, cfg);
+    a.metrics = metrics::measure_all(v, &a, cfg);
     a
 }
 

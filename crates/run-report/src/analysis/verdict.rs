@@ -65,6 +65,8 @@ pub struct Judgement {
     pub episodes: Vec<Episode>,
     /// One past the last second judged.
     pub judged_end_s: u32,
+    /// Seconds degraded against the baseline, from the warm-up to the judged end.
+    pub degraded_s: Option<u32>,
 }
 
 fn finite(x: Option<f64>) -> Option<f64> {
@@ -269,6 +271,7 @@ pub fn judge(v: &VariantRun, cfg: &AnalysisConfig) -> Judgement {
             baseline: None,
             episodes: Vec::new(),
             judged_end_s: judged_end,
+            degraded_s: None,
         };
     };
     let mut episodes = episodes(triggers, judged_end);
@@ -283,6 +286,7 @@ pub fn judge(v: &VariantRun, cfg: &AnalysisConfig) -> Judgement {
                 baseline: None,
                 episodes,
                 judged_end_s: judged_end,
+                degraded_s: None,
             }
         }
     };
@@ -308,6 +312,7 @@ pub fn judge(v: &VariantRun, cfg: &AnalysisConfig) -> Judgement {
         baseline: Some(b),
         episodes,
         judged_end_s: judged_end,
+        degraded_s: Some(health.degraded_seconds().min(u64::from(u32::MAX)) as u32),
     }
 }
 

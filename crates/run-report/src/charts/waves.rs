@@ -25,6 +25,7 @@ use super::style::*;
 use crate::analysis::verdict::{second_roles, triggers_of, SecondRole};
 use crate::analysis::{Analysis, VariantAnalysis};
 use crate::format::{num, pct};
+use crate::metrics::Metric;
 use crate::model::{RunData, Second, VariantRun};
 use crate::series;
 use plotters::coord::Shift;
@@ -282,13 +283,13 @@ fn header<DB: DrawingBackend>(
         .0 as i32
         + 18;
     if let Some(a) = a {
-        let m = |k: &str| a.metrics.get(k).copied();
+        let m = |k| a.metrics.get(k);
         let facts = format!(
             "waves {} · peak failure ratio {} · peak amplification {} · duplicate compute {}",
             a.waves.len(),
-            m("peak_failure_ratio").map_or("—".into(), pct),
-            m("amplification_peak").map_or("—".into(), |x| format!("{}x", num(x))),
-            m("duplicate_compute_share").map_or("—".into(), pct),
+            m(Metric::PeakFailureRatio).map_or("—".into(), pct),
+            m(Metric::AmplificationPeak).map_or("—".into(), |x| format!("{}x", num(x))),
+            m(Metric::DuplicateComputeShare).map_or("—".into(), pct),
         );
         let style = (FAMILY, 12).into_font().color(&MUTED).pos(left);
         area.draw(&Text::new(facts.clone(), (x, mid), style.clone()))

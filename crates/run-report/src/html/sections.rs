@@ -3,9 +3,9 @@
 
 use super::table::{head, row};
 use super::verdict::verdict_html;
-use crate::analysis::{Analysis, VariantAnalysis};
+use crate::analysis::Analysis;
 use crate::format::{ms, num, opt_num, opt_pct, pct};
-use crate::metrics::MetricRef;
+use crate::metrics::{Metric, MetricRef};
 use crate::model::{EventKind, LatencySummary, RunData};
 use crate::xml::escape;
 use std::fmt::Write;
@@ -124,10 +124,6 @@ pub fn banners(h: &mut String, run: &RunData, analysis: &Analysis) {
     }
 }
 
-fn metric(a: &VariantAnalysis, k: &str) -> Option<f64> {
-    a.metrics.get(k).copied()
-}
-
 pub fn summary(h: &mut String, run: &RunData, analysis: &Analysis) {
     h.push_str("<section id=\"summary\">\n<h2>Verdicts</h2>\n");
     head(
@@ -153,7 +149,7 @@ pub fn summary(h: &mut String, run: &RunData, analysis: &Analysis) {
     for v in &run.variants {
         let a = &*analysis.variant_for(v, &run.analysis);
         let i = &v.integrity;
-        let x = |k| opt_num(metric(a, k)).to_string();
+        let x = |m| opt_num(a.metrics.get(m)).to_string();
         let integrity = if a.integrity_ok {
             "<span class=\"pass\">ok</span>".to_string()
         } else {
@@ -177,12 +173,12 @@ pub fn summary(h: &mut String, run: &RunData, analysis: &Analysis) {
                 ),
                 verdict_html(&a.verdict),
                 a.waves.len().to_string(),
-                opt_pct(metric(a, "peak_failure_ratio")),
-                x("amplification_peak"),
-                x("amplification_mean"),
-                x("gateway_amplification"),
-                opt_pct(metric(a, "duplicate_compute_share")),
-                x("cache_writes_lost"),
+                opt_pct(a.metrics.get(Metric::PeakFailureRatio)),
+                x(Metric::AmplificationPeak),
+                x(Metric::AmplificationMean),
+                x(Metric::GatewayAmplification),
+                opt_pct(a.metrics.get(Metric::DuplicateComputeShare)),
+                x(Metric::CacheWritesLost),
                 i.submitted.to_string(),
                 i.completed.to_string(),
                 i.given_up.to_string(),

@@ -83,7 +83,7 @@ fn variant() -> VariantRun {
 fn value(v: &VariantRun, text: &str) -> Result<f64, String> {
     let cfg = AnalysisConfig::default();
     let a = analyse_variant(v, &cfg);
-    metric_value_explained(v, &a, &MetricRef::parse(text).expect("parses"), &cfg)
+    metric_value_explained(v, &a, &MetricRef::parse(text)?, &cfg)
 }
 
 fn close(x: Result<f64, String>, want: f64) {
@@ -92,31 +92,48 @@ fn close(x: Result<f64, String>, want: f64) {
 }
 
 #[test]
-fn every_listed_metric_is_implemented() {
+fn every_catalogued_metric_is_implemented() {
     let v = variant();
-    for name in METRICS {
-        let text = if ZONE_METRICS.contains(name) {
-            format!("{name}{{az2}}")
-        } else if ALERT_METRICS.contains(name) {
-            format!("{name}{{Dup}}")
-        } else {
-            name.to_string()
+    for metric in Metric::ALL {
+        let label = match metric.scope() {
+            Scope::Run => "",
+            Scope::Zone => "{az2}",
+            Scope::Alert => "{Dup}",
         };
-        let r = value(&v, &text);
-        if *name == "verdict" {
+        let r = value(&v, &format!("{metric}{label}"));
+        if *metric == Metric::Verdict {
             // A class, judged by expectations, never a number.
             assert!(r.unwrap_err().contains("class"));
             continue;
         }
-        assert!(r.is_ok(), "{name}: {r:?}");
+        assert!(r.is_ok(), "{metric}: {r:?}");
+        let windowed = value(&v, &format!("{metric}{label}[0s..30s]"));
+        assert_eq!(
+            metric.windowed(),
+            !windowed.as_ref().is_err_and(|e| e.contains("window")),
+            "{metric}: {windowed:?}"
+        );
     }
-    for w in WINDOWED_METRICS
-        .iter()
-        .chain(ZONE_METRICS)
-        .chain(ALERT_METRICS)
-    {
-        assert!(METRICS.contains(w), "{w} not in METRICS");
+}
+
+#[test]
+fn names_parse_back_to_their_metric() {
+    for metric in Metric::ALL {
+        assert_eq!(metric.name().parse::<Metric>(), Ok(*metric));
+        assert!(!metric.doc().is_empty());
+        assert!(Metric::markdown_table().contains(&format!("`{metric}`")));
     }
+    let e = "nonsense".parse::<Metric>().unwrap_err().to_string();
+    assert!(
+        e.contains("unknown metric") && e.contains("peak_failure_ratio"),
+        "{e}"
+    );
+    let json = serde_json::to_string(&Metric::AlertLeadS).unwrap();
+    assert_eq!(json, "\"alert_lead_s\"");
+    assert_eq!(
+        serde_json::from_str::<Metric>(&json).unwrap(),
+        Metric::AlertLeadS
+    );
 }
 
 #[test]
@@ -184,7 +201,7 @@ fn windows_select_seconds() {
 fn metrics_a_target_cannot_feed_read_not_measured() {
     let mut v = variant();
     v.unmeasured.insert(
-        "cache_writes_lost".into(),
+        Metric::CacheWritesLost,
         "the target does not export sut_cache_writes_lost_total".into(),
     );
     let e = value(&v, "cache_writes_lost[0s..21s]").unwrap_err();
@@ -193,7 +210,7 @@ fn metrics_a_target_cannot_feed_read_not_measured() {
         "{e}"
     );
     let a = analyse_variant(&v, &AnalysisConfig::default());
-    assert!(!a.metrics.contains_key("cache_writes_lost"), "n/a, never 0");
+    assert_eq!(a.metrics.get(Metric::CacheWritesLost), None, "n/a, never 0");
 }
 
 #[test]
@@ -238,7 +255,7 @@ fn metric_value_uses_the_spec() {
     let a = analyse_variant(&v, &cfg);
     let spec = ExpectationSpec {
         variant: "before-fix".into(),
-        metric: "zone_failure_ratio_peak".into(),
+        metric: Metric::ZoneFailureRatioPeak,
         zone: Some("az2".into()),
         window: Some((0.0, 20.0)),
         op: CompareOp::Lt,
@@ -248,20 +265,21 @@ fn metric_value_uses_the_spec() {
     };
     assert_eq!(metric_value(&v, &a, &spec, &cfg), Some(0.0));
     let map = &a.metrics;
-    assert_eq!(map.get("zone_failure_ratio_peak{az2}"), Some(&0.8));
-    assert_eq!(map.get("waves"), Some(&1.0));
+    assert_eq!(map.labelled(Metric::ZoneFailureRatioPeak, "az2"), Some(0.8));
+    assert_eq!(map.get(Metric::Waves), Some(1.0));
 }
 
 #[test]
 fn metric_refs_parse_and_print() {
     let m = MetricRef::parse("zone_failure_ratio_mean{az2}[40s..70.5s]").unwrap();
-    assert_eq!(m.name, "zone_failure_ratio_mean");
-    assert_eq!(m.zone.as_deref(), Some("az2"));
+    assert_eq!(m.metric, Metric::ZoneFailureRatioMean);
+    assert_eq!(m.label.as_deref(), Some("az2"));
     assert_eq!(m.window, Some((40.0, 70.5)));
     assert_eq!(m.to_string(), "zone_failure_ratio_mean{az2}[40s..70.5s]");
     assert_eq!(MetricRef::parse("waves").unwrap().to_string(), "waves");
-    assert!(MetricRef::parse("x[1..").is_none());
-    assert!(MetricRef::parse("").is_none());
+    assert!(MetricRef::parse("waves[1..").is_err());
+    assert!(MetricRef::parse("").is_err());
+    assert!(MetricRef::parse("waves{a b}").is_err());
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use super::super::raw::*;
 use super::super::*;
 use super::{Ctx, ExperimentError};
-use run_report::{CompareOp, ALERT_METRICS, METRICS, WINDOWED_METRICS, ZONE_METRICS};
+use run_report::{CompareOp, Metric, MetricScope};
 use serde_saphyr::{Location, Spanned};
 
 /// Every expectation of the form, in file order.
@@ -42,20 +42,20 @@ pub(super) fn expectations(
 }
 
 /// What may stand in braces: a zone, or for alert metrics a rule's name.
-struct Labels<'a> {
-    zones: &'a [String],
-    alerts: Option<&'a [String]>,
+pub(super) struct Labels<'a> {
+    pub(super) zones: &'a [String],
+    pub(super) alerts: Option<&'a [String]>,
 }
 
 /// Where one expectation was written: its location and field, for errors.
-struct Site<'a> {
-    cx: &'a Ctx<'a>,
-    at: &'a Location,
-    field: String,
+pub(super) struct Site<'a> {
+    pub(super) cx: &'a Ctx<'a>,
+    pub(super) at: &'a Location,
+    pub(super) field: String,
 }
 
 impl Site<'_> {
-    fn err(&self, message: impl Into<String>) -> ExperimentError {
+    pub(super) fn err(&self, message: impl Into<String>) -> ExperimentError {
         self.cx.err(self.at, &self.field, message)
     }
 }
@@ -78,10 +78,10 @@ fn expectation(
         label: zone,
         window,
     } = split_key(&site, key)?;
-    check_metric(&site, &metric, window.is_some())?;
-    check_alert_label(&site, &metric, zone.as_ref(), labels.alerts)?;
-    check_zone_label(&site, &metric, zone.as_ref(), labels.zones)?;
-    if metric == "verdict" {
+    let metric = known_metric(&site, &metric, window.is_some())?;
+    check_alert_label(&site, metric, zone.as_ref(), labels.alerts)?;
+    check_zone_label(&site, metric, zone.as_ref(), labels.zones)?;
+    if metric == Metric::Verdict {
         return verdict_expectation(cx, variant, value);
     }
     let (op, num, source) = comparison(&site, &value.value)?;
@@ -98,16 +98,16 @@ fn expectation(
 }
 
 /// An expectation's key, `name{label}[FROM..TO]`, taken apart.
-struct MetricKey {
-    metric: String,
+pub(super) struct MetricKey {
+    pub(super) metric: String,
     /// A zone, or an alert rule's name.
-    label: Option<String>,
+    pub(super) label: Option<String>,
     /// Seconds from and to.
-    window: Option<(f64, f64)>,
+    pub(super) window: Option<(f64, f64)>,
 }
 
 /// `name{label}[FROM..TO]` into the name, its label and its window.
-fn split_key(site: &Site, key: &str) -> Result<MetricKey, ExperimentError> {
+pub(super) fn split_key(site: &Site, key: &str) -> Result<MetricKey, ExperimentError> {
     let mut metric = key.trim().to_string();
     let mut window = None;
     if let Some(i) = metric.find('[') {
@@ -135,34 +135,33 @@ fn split_key(site: &Site, key: &str) -> Result<MetricKey, ExperimentError> {
     })
 }
 
-/// A known metric, and a window only on a windowed one.
-fn check_metric(site: &Site, metric: &str, windowed: bool) -> Result<(), ExperimentError> {
-    if !METRICS.contains(&metric) {
-        return Err(site.err(format!(
-            "unknown metric {metric:?}; known metrics: {}",
-            METRICS.join(", ")
-        )));
-    }
-    if windowed && !WINDOWED_METRICS.contains(&metric) {
+/// The catalogue's metric of that name, and a window only on a windowed one.
+pub(super) fn known_metric(
+    site: &Site,
+    name: &str,
+    windowed: bool,
+) -> Result<Metric, ExperimentError> {
+    let metric: Metric = name.parse().map_err(|e| site.err(format!("{e}")))?;
+    if windowed && !metric.windowed() {
         return Err(site.err(format!(
             "{metric} does not take a window; windowed metrics: {}",
-            WINDOWED_METRICS.join(", ")
+            Metric::names_where(Metric::windowed)
         )));
     }
-    Ok(())
+    Ok(metric)
 }
 
 /// Alert metrics need alert rules, and the per-rule ones a rule's name.
-fn check_alert_label(
+pub(super) fn check_alert_label(
     site: &Site,
-    metric: &str,
+    metric: Metric,
     label: Option<&String>,
     alerts: Option<&[String]>,
 ) -> Result<(), ExperimentError> {
-    let per_rule = ALERT_METRICS.contains(&metric);
-    if metric != "alerts_fired" && !per_rule {
+    if !metric.needs_alerts() {
         return Ok(());
     }
+    let per_rule = metric.scope() == MetricScope::Alert;
     let Some(names) = alerts else {
         return Err(site.err(format!(
             "{metric} needs alert rules: add `alerts: {{ rules: [FILE] }}`"
@@ -181,28 +180,28 @@ fn check_alert_label(
 }
 
 /// Per-zone metrics need a known zone; no other metric takes one.
-fn check_zone_label(
+pub(super) fn check_zone_label(
     site: &Site,
-    metric: &str,
+    metric: Metric,
     label: Option<&String>,
     zones: &[String],
 ) -> Result<(), ExperimentError> {
-    if ALERT_METRICS.contains(&metric) {
-        return Ok(());
-    }
-    match (label, ZONE_METRICS.contains(&metric)) {
-        (Some(z), true) if !zones.contains(z) => {
+    match (label, metric.scope()) {
+        (_, MetricScope::Alert) => Ok(()),
+        (Some(z), MetricScope::Zone) if !zones.contains(z) => {
             Err(site.err(format!("unknown zone {z:?}; zones are {zones:?}")))
         }
-        (None, true) => Err(site.err(format!("{metric} needs a zone: {metric}{{ZONE}}"))),
-        (Some(_), false) => Err(site.err(format!("{metric} is not a per-zone metric"))),
+        (None, MetricScope::Zone) => {
+            Err(site.err(format!("{metric} needs a zone: {metric}{{ZONE}}")))
+        }
+        (Some(_), MetricScope::Run) => Err(site.err(format!("{metric} is not a per-zone metric"))),
         _ => Ok(()),
     }
 }
 
 /// `">= 3"`, `"<= 1.3"` or a bare number (`==`): the operator, the number
 /// and the text as written.
-fn comparison(
+pub(super) fn comparison(
     site: &Site,
     value: &ExpectValue,
 ) -> Result<(CompareOp, f64, String), ExperimentError> {
@@ -268,7 +267,7 @@ fn verdict_expectation(
     }
     Ok(ExpectationSpec {
         variant: variant.to_string(),
-        metric: "verdict".into(),
+        metric: Metric::Verdict,
         zone: None,
         window: None,
         op: CompareOp::Eq,

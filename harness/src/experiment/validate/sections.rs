@@ -6,7 +6,6 @@
 use super::super::raw::*;
 use super::super::*;
 use super::{Ctx, ExperimentError};
-use run_report::METRICS;
 use serde_saphyr::{Location, Spanned};
 
 /// The name, which also names the report folder.
@@ -485,19 +484,8 @@ pub(super) fn incident(
     let variant_names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
     let mut incident = Vec::new();
     for (i, f) in raw.incident.iter().enumerate() {
-        let known = run_report::MetricRef::parse(&f.value.metric)
-            .filter(|m| METRICS.contains(&m.name.as_str()));
-        if known.is_none() {
-            return Err(cx.err(
-                &f.referenced,
-                format!("incident[{i}].metric"),
-                format!(
-                    "{:?} is not a metric: write NAME, NAME{{ZONE}} or NAME[FROMs..TOs] with NAME one of {}",
-                    f.value.metric,
-                    METRICS.join(", ")
-                ),
-            ));
-        }
+        let metric = run_report::MetricRef::parse(&f.value.metric)
+            .map_err(|why| cx.err(&f.referenced, format!("incident[{i}].metric"), why))?;
         if !variant_names.contains(&f.value.variant.as_str()) {
             return Err(cx.err(
                 &f.referenced,
@@ -506,7 +494,7 @@ pub(super) fn incident(
             ));
         }
         incident.push(IncidentFigure {
-            metric: f.value.metric.clone(),
+            metric,
             variant: f.value.variant.clone(),
             incident_value: f.value.value,
             label: f.value.label.clone(),
