@@ -17,6 +17,7 @@ mod async_client;
 pub(crate) mod axis;
 pub mod bench;
 pub mod budget;
+pub mod campaign;
 pub(crate) mod client_metrics;
 pub(crate) mod client_policies;
 pub mod containers;

@@ -12,12 +12,15 @@
 //!   vulnerability maps and of a threshold search.
 //! * [`stats`] — exact small-sample statistics for campaigns (one
 //!   experiment run over many seeds): shares, spreads and their tests.
+//! * [`campaign`] — a campaign's runs judged over seeds and repeats, and
+//!   its page.
 //!
 //! Metric names (the contract with experiment files) are listed and defined
 //! on [`Metric`], the typed catalogue. Everything else is private to the crate.
 
 pub mod ablation;
 mod analysis;
+pub mod campaign;
 mod charts;
 mod cost;
 mod csv;

@@ -11,7 +11,7 @@ pub mod raw;
 mod validate;
 
 pub use raw::PageDistribution;
-pub use validate::{load, load_forms, parse, parse_forms, ExperimentError};
+pub use validate::{load, load_forms, parse, parse_forms, parse_seeds, ExperimentError};
 
 use gpu_executor::ExecutorChoice;
 use retry_policy::RetryConfig;
@@ -37,6 +37,8 @@ pub struct Experiment {
     pub incident: Vec<IncidentFigure>,
     /// `alerts:` rule files a real Prometheus evaluates on every variant.
     pub alerts: Option<Alerts>,
+    /// `campaign:` defaults and what must hold over runs.
+    pub campaign: run_report::campaign::CampaignSpec,
     /// The file's text, for the report.
     pub source: String,
     /// The images `environment: containers` (or `--environment containers`) runs.

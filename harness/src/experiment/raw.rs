@@ -43,6 +43,24 @@ pub struct RawExperiment {
     pub incident: Vec<Spanned<RawIncidentFigure>>,
     #[serde(default)]
     pub alerts: Option<Spanned<RawAlerts>>,
+    #[serde(default)]
+    pub campaign: Option<Spanned<RawCampaign>>,
+}
+
+/// `campaign:` what a campaign of this experiment runs by default and what
+/// must hold over its runs (see `validate/campaign.rs`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCampaign {
+    /// Seeds, e.g. `1..10` or `1, 4, 7`.
+    #[serde(default)]
+    pub seeds: Option<Spanned<String>>,
+    /// Pairs `[baseline, candidate]`.
+    #[serde(default)]
+    pub compare: Option<Spanned<Vec<Vec<String>>>>,
+    /// Per variant: `"runs with waves >= 1": ">= 90%"`, `"median waves": ">= 4"`.
+    #[serde(default)]
+    pub expect: RawExpect,
 }
 
 /// `alerts:` Prometheus rule files evaluated on every variant (see `prometheus.rs`).
@@ -72,6 +90,8 @@ pub struct RawQuick {
     pub expect: Option<RawExpect>,
     #[serde(default)]
     pub analysis: Option<RawAnalysis>,
+    #[serde(default)]
+    pub campaign: Option<Spanned<RawCampaign>>,
 }
 
 /// For `environment: external`.

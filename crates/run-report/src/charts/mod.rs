@@ -8,6 +8,7 @@ pub mod heatmap;
 pub mod latency;
 mod panel;
 mod png;
+pub(crate) mod strip;
 mod style;
 pub mod threshold;
 pub mod waves;

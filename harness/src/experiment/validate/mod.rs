@@ -5,9 +5,12 @@
 //! [`sections`] (name, form, environment, analysis, workload, variants,
 //! incident figures), [`timeline`] (every entry, the baseline before the
 //! first trigger; with [`spike`], load spikes and the arrival steps marked
-//! as triggers) and [`expect`] (metrics, windows, zones, verdicts).
+//! as triggers) and [`expect`] (metrics, windows, zones, verdicts); [`campaign`] what must hold over
+//! runs.
 
 mod alerts;
+mod campaign;
+pub use campaign::parse_seeds;
 mod client;
 mod expect;
 mod sections;
@@ -145,6 +148,12 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
         alerts.as_ref().map(|a| a.rule_names.as_slice()),
     )?;
     let incident = sections::incident(&cx, &raw, &variants)?;
+    let zones = variants[0].system.zones.clone();
+    let labels = expect::Labels {
+        zones: &zones,
+        alerts: alerts.as_ref().map(|a| a.rule_names.as_slice()),
+    };
+    let campaign = campaign::campaign(&cx, form.campaign.as_ref(), &variants, &labels)?;
     Ok(Experiment {
         name,
         description: raw.description.trim().to_string(),
@@ -159,6 +168,7 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
         expectations,
         incident,
         alerts,
+        campaign,
         source: text.to_string(),
         container_images: sections::container_images(&raw),
     })

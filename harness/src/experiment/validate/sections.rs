@@ -33,6 +33,8 @@ pub(super) struct Form {
     pub timeline: Vec<Spanned<RawTimelineEntry>>,
     pub expect: RawExpect,
     pub analysis: RawAnalysis,
+    /// `campaign:` of the form (the quick form's own, else the file's).
+    pub campaign: Option<Spanned<RawCampaign>>,
 }
 
 pub(super) fn form(cx: &Ctx, raw: &RawExperiment, quick: bool) -> Result<Form, ExperimentError> {
@@ -57,11 +59,16 @@ pub(super) fn form(cx: &Ctx, raw: &RawExperiment, quick: bool) -> Result<Form, E
         ));
     }
 
+    let campaign = match (&raw.quick, quick) {
+        (Some(q), true) if q.campaign.is_some() => q.campaign.clone(),
+        _ => raw.campaign.clone(),
+    };
     Ok(Form {
         duration,
         timeline: timeline_raw,
         expect: expect_raw,
         analysis: analysis_raw,
+        campaign,
     })
 }
 

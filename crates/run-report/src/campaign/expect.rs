@@ -1,0 +1,82 @@
+//! Expectations over runs: the share of runs with a verdict or a condition,
+//! and a median, minimum or maximum. What must hold in every run stays a
+//! per-run expectation; what depends on chaos (how many waves, an edge
+//! verdict) is stated here, over the campaign's runs.
+
+use super::aggregate::value_of;
+use super::model::{CampaignExpectation, CampaignRun, JudgedRun, OverRuns};
+use crate::analysis::expect::compare;
+use crate::format::num;
+use crate::stats::Spread;
+use serde::Serialize;
+
+/// An expectation over runs, judged.
+#[derive(Debug, Clone, Serialize)]
+pub struct CampaignExpectationResult {
+    pub spec: CampaignExpectation,
+    /// The share (0–1) or the statistic (absent when no run defines it).
+    pub measured: Option<f64>,
+    pub passed: bool,
+    /// For shares: the counted runs where the condition did not hold.
+    pub not_in: Vec<String>,
+    pub message: String,
+}
+
+/// Judges `spec` on the counted runs of its variant.
+pub fn evaluate(spec: &CampaignExpectation, runs: &[CampaignRun]) -> CampaignExpectationResult {
+    let counted: Vec<(String, &JudgedRun)> = runs
+        .iter()
+        .filter(|r| r.variant == spec.variant)
+        .filter_map(|r| r.counted().map(|j| (r.label(), j)))
+        .collect();
+    let (measured, not_in) = measure(&spec.statistic, &counted);
+    let passed = measured.is_some_and(|m| compare(spec.op, m, spec.value));
+    let shown = |x: f64| match spec.statistic {
+        OverRuns::VerdictShare { .. } | OverRuns::ConditionShare { .. } => {
+            format!("{} % of {} runs", num(x * 100.0), counted.len())
+        }
+        _ => num(x),
+    };
+    let message = match measured {
+        None if counted.is_empty() => "no counted run of this variant".to_string(),
+        None => "undefined in every counted run".to_string(),
+        Some(m) => format!(
+            "measured {}{}",
+            shown(m),
+            if passed { "" } else { ": FAILED" }
+        ),
+    };
+    CampaignExpectationResult {
+        spec: spec.clone(),
+        measured,
+        passed,
+        not_in,
+        message,
+    }
+}
+
+fn measure(statistic: &OverRuns, counted: &[(String, &JudgedRun)]) -> (Option<f64>, Vec<String>) {
+    let share = |holds: &dyn Fn(&JudgedRun) -> bool| {
+        let not_in: Vec<String> = counted
+            .iter()
+            .filter(|(_, j)| !holds(j))
+            .map(|(l, _)| l.clone())
+            .collect();
+        let n = counted.len();
+        let share = (n > 0).then(|| (n - not_in.len()) as f64 / n as f64);
+        (share, not_in)
+    };
+    let spread = |m| {
+        let xs: Vec<f64> = counted.iter().filter_map(|(_, j)| value_of(j, m)).collect();
+        Spread::of(&xs)
+    };
+    match statistic {
+        OverRuns::VerdictShare { classes } => share(&|j| classes.contains(&j.verdict)),
+        OverRuns::ConditionShare { metric, op, value } => {
+            share(&|j| value_of(j, metric).is_some_and(|x| compare(*op, x, *value)))
+        }
+        OverRuns::Median { metric } => (spread(metric).map(|s| s.median), Vec::new()),
+        OverRuns::Min { metric } => (spread(metric).map(|s| s.min), Vec::new()),
+        OverRuns::Max { metric } => (spread(metric).map(|s| s.max), Vec::new()),
+    }
+}

@@ -1,0 +1,118 @@
+//! A campaign: one experiment run over many seeds (and repeats), judged
+//! with its confidence. Every run is a normal run with its own report; this
+//! module reads them back ([`read`]), summarises each variant over its runs
+//! ([`aggregate`]), states the proof of the fix for each compared pair
+//! ([`compare`]), judges the expectations over runs ([`expect`]) and the
+//! alert rules over runs ([`detection`]), and writes `campaign.json`,
+//! `campaign.html` and `junit.xml` ([`write`]).
+//!
+//! A chaotic system is judged over many runs: a per-run expectation that
+//! held in some runs but not all is *flaky*, named with the runs it failed
+//! in; the shares carry exact (Clopper–Pearson) 95 % intervals.
+
+pub mod aggregate;
+pub mod compare;
+pub mod detection;
+pub mod expect;
+pub mod model;
+pub mod read;
+pub mod write;
+
+use aggregate::VariantOverRuns;
+use compare::Comparison;
+use detection::AlertOverRuns;
+use expect::CampaignExpectationResult;
+pub use model::*;
+use serde::Serialize;
+
+/// What the campaign ran: for the page's first lines and for `--resume`.
+#[derive(Debug, Clone, Serialize)]
+pub struct CampaignPlan {
+    pub experiment: String,
+    pub quick: bool,
+    pub seeds: Vec<u64>,
+    pub repeats: u32,
+    pub variants: Vec<String>,
+    /// Runs at once when it started, and at its end (lowered when the host
+    /// could not keep up).
+    pub parallel_start: usize,
+    pub parallel_end: usize,
+    /// The estimate stated before it ran, and the wall time it took.
+    pub estimate_s: f64,
+    pub wall_s: f64,
+    /// Stopped early (Ctrl-C): the statistics cover what finished.
+    pub interrupted: bool,
+}
+
+/// The whole campaign, judged.
+#[derive(Debug, Clone, Serialize)]
+pub struct CampaignSummary {
+    pub schema_version: u32,
+    pub plan: CampaignPlan,
+    /// The headlines: one per compared pair.
+    pub comparisons: Vec<Comparison>,
+    pub variants: Vec<VariantOverRuns>,
+    pub expectations: Vec<CampaignExpectationResult>,
+    pub detection: Vec<AlertOverRuns>,
+    pub runs: Vec<CampaignRun>,
+    /// Every expectation over runs passed, no run errored, and every counted
+    /// run's integrity held.
+    pub all_passed: bool,
+}
+
+/// Version of campaign.json's schema.
+pub const CAMPAIGN_SCHEMA: u32 = 1;
+
+impl CampaignSummary {
+    /// Judges the campaign's runs against its spec.
+    pub fn build(plan: CampaignPlan, spec: &CampaignSpec, runs: Vec<CampaignRun>) -> Self {
+        let variants: Vec<VariantOverRuns> = plan
+            .variants
+            .iter()
+            .map(|name| {
+                let mine: Vec<&CampaignRun> = runs.iter().filter(|r| &r.variant == name).collect();
+                VariantOverRuns::of(name, &mine)
+            })
+            .collect();
+        let find = |n: &str| variants.iter().find(|v| v.variant == n);
+        let comparisons = spec
+            .compare
+            .iter()
+            .filter_map(|(b, c)| Some(compare::compare(find(b)?, find(c)?, &runs)))
+            .collect();
+        let expectations: Vec<CampaignExpectationResult> = spec
+            .expectations
+            .iter()
+            .filter(|e| plan.variants.contains(&e.variant))
+            .map(|e| expect::evaluate(e, &runs))
+            .collect();
+        let all_passed = expectations.iter().all(|e| e.passed)
+            && variants
+                .iter()
+                .all(|v| v.errored.is_empty() && v.integrity_failed.is_empty())
+            && !plan.interrupted;
+        CampaignSummary {
+            schema_version: CAMPAIGN_SCHEMA,
+            detection: detection::alerts_over_runs(&plan.variants, &runs),
+            plan,
+            comparisons,
+            variants,
+            expectations,
+            runs,
+            all_passed,
+        }
+    }
+
+    /// Per-run expectations that held in some runs but not all.
+    pub fn flaky(&self) -> impl Iterator<Item = (&str, &aggregate::ExpectationRecord)> {
+        self.variants.iter().flat_map(|v| {
+            v.expectations
+                .iter()
+                .filter(|e| e.flaky())
+                .map(|e| (v.variant.as_str(), e))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

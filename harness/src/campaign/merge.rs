@@ -1,0 +1,146 @@
+//! `harness campaign merge DIR...`: a campaign built from recorded runs
+//! (another machine's, the nightly's, a Kubernetes Indexed Job's), judged
+//! like one run here. Every `summary.json` under the folders is one run of
+//! each of its variants; runs of the same seed are repeats.
+
+use super::collect;
+use super::plan::Job;
+use crate::exit::{CliError, Finished};
+use run_report::campaign::{CampaignPlan, CampaignRun, CampaignSpec, CampaignSummary};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct MergeArgs {
+    /// Folders holding run reports (searched 6 folders deep).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Judge against this experiment file's `campaign:` (expectations over
+    /// runs, compared pairs); without it, before-fix against after-fix.
+    #[arg(long, value_name = "FILE")]
+    pub with: Option<PathBuf>,
+    /// Where the campaign's files go.
+    #[arg(long, default_value = "reports/merged-campaign")]
+    pub out: PathBuf,
+}
+
+pub(crate) fn cli(args: MergeArgs) -> Result<Finished, CliError> {
+    let mut summaries = Vec::new();
+    for d in &args.dirs {
+        collect::collect_summaries(d, &mut summaries, 6);
+    }
+    summaries.sort();
+    if summaries.is_empty() {
+        return Err(CliError::new("no summary.json under the folders given"));
+    }
+    let (experiment, quick, per_file) = read_all(&summaries)?;
+    let mut runs: Vec<CampaignRun> = Vec::new();
+    let mut repeats: BTreeMap<(String, u64), u32> = BTreeMap::new();
+    for (path, seed, variants) in per_file {
+        for variant in variants {
+            let n = repeats.entry((variant.clone(), seed)).or_default();
+            let job = Job {
+                variant,
+                seed,
+                repeat: *n,
+            };
+            *n += 1;
+            let mut run = judged_run(&path, &job);
+            run.report = std::path::absolute(path.parent().unwrap_or(&path))
+                .ok()
+                .map(|p| p.display().to_string());
+            runs.push(run);
+        }
+    }
+    let spec = match &args.with {
+        Some(f) => {
+            crate::experiment::load(f, quick)
+                .map_err(CliError::new)?
+                .campaign
+        }
+        None => CampaignSpec {
+            compare: vec![("before-fix".into(), "after-fix".into())],
+            ..CampaignSpec::default()
+        },
+    };
+    let plan = merged_plan(experiment, quick, &runs);
+    eprintln!(
+        "merging {} runs of {} from {} summaries",
+        runs.len(),
+        plan.experiment,
+        summaries.len()
+    );
+    super::finish(&args.out, &CampaignSummary::build(plan, &spec, runs))
+}
+
+type PerFile = Vec<(PathBuf, u64, Vec<String>)>;
+
+/// The experiment, its form and each summary's seed and variants; mixing
+/// experiments or forms is an error.
+fn read_all(summaries: &[PathBuf]) -> Result<(String, bool, PerFile), CliError> {
+    let mut experiment: Option<(String, bool)> = None;
+    let mut out = Vec::new();
+    for path in summaries {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| CliError::new(format_args!("{}: {e}", path.display())))?;
+        let json: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| CliError::new(format_args!("{}: {e}", path.display())))?;
+        let this = (
+            json["experiment"].as_str().unwrap_or("?").to_string(),
+            json["quick"].as_bool().unwrap_or(false),
+        );
+        match &experiment {
+            Some(e) if *e != this => {
+                return Err(CliError::new(format_args!(
+                    "{} is a run of {} (quick: {}), the others of {} (quick: {}): merge one experiment's runs",
+                    path.display(), this.0, this.1, e.0, e.1
+                )))
+            }
+            _ => experiment = Some(this),
+        }
+        let variants = run_report::campaign::read::judged_variants(&json)
+            .map_err(|e| CliError::new(format_args!("{}: {e}", path.display())))?
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        out.push((path.clone(), json["seed"].as_u64().unwrap_or(0), variants));
+    }
+    let (name, quick) = experiment.unwrap_or_default();
+    Ok((name, quick, out))
+}
+
+fn judged_run(path: &std::path::Path, job: &Job) -> CampaignRun {
+    let status = collect::judged(path, &job.variant)
+        .unwrap_or_else(|reason| run_report::campaign::RunStatus::Errored { reason });
+    CampaignRun {
+        variant: job.variant.clone(),
+        seed: job.seed,
+        repeat: job.repeat,
+        report: None,
+        status,
+    }
+}
+
+fn merged_plan(experiment: String, quick: bool, runs: &[CampaignRun]) -> CampaignPlan {
+    let mut seeds: Vec<u64> = runs.iter().map(|r| r.seed).collect();
+    seeds.sort_unstable();
+    seeds.dedup();
+    let mut variants: Vec<String> = Vec::new();
+    for r in runs {
+        if !variants.contains(&r.variant) {
+            variants.push(r.variant.clone());
+        }
+    }
+    CampaignPlan {
+        experiment,
+        quick,
+        seeds,
+        repeats: runs.iter().map(|r| r.repeat + 1).max().unwrap_or(1),
+        variants,
+        parallel_start: 0,
+        parallel_end: 0,
+        estimate_s: 0.0,
+        wall_s: 0.0,
+        interrupted: false,
+    }
+}

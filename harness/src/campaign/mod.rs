@@ -1,0 +1,120 @@
+//! `harness campaign`: one experiment over many seeds (and repeats), each
+//! (variant, seed, repeat) a normal run in a child process of its own with
+//! its own report, several at once; then judged over the runs with its
+//! confidence (`run_report::campaign`).
+//!
+//! Why child processes: a run that crashes or is killed must not take the
+//! campaign with it (it is recorded as errored and the campaign goes on),
+//! and each run's harness-cost panel measures its own process. A run whose
+//! load was not delivered as planned is left out of the statistics, run
+//! again once, and the campaign lowers its parallelism.
+
+mod collect;
+mod execute;
+mod merge;
+mod plan;
+
+use crate::budget::words;
+use crate::exit::{CliError, Finished};
+use run_report::campaign::{CampaignSummary, RunStatus};
+use std::path::{Path, PathBuf};
+
+pub use plan::{CampaignArgs, CampaignCommand};
+
+/// `harness campaign ...`.
+pub fn cli(args: CampaignArgs) -> Result<Finished, CliError> {
+    if let Some(CampaignCommand::Merge(m)) = args.command {
+        return merge::cli(m);
+    }
+    let plan = plan::Plan::from_args(&args)?;
+    eprintln!("{}", plan.describe());
+    crate::budget::check(
+        plan.estimate(),
+        *args.budget,
+        args.force,
+        "use fewer --seeds, fewer --repeat, --quick",
+    )
+    .map_err(CliError::new)?;
+    let stop = execute::install_stop()?;
+    let started = std::time::Instant::now();
+    let outcome = execute::run_all(&plan, &stop);
+    let summary = plan.summary(outcome, started.elapsed(), stop.is_set());
+    finish(&plan.dir, &summary)
+}
+
+/// Writes the campaign's files, prints its headline, and says how it ended.
+pub(crate) fn finish(dir: &Path, summary: &CampaignSummary) -> Result<Finished, CliError> {
+    let written = run_report::campaign::write::write_campaign(dir, summary)
+        .map_err(|e| CliError::new(format_args!("writing the campaign's files: {e}")))?;
+    print_summary(summary);
+    if let Some(page) = written.iter().find(|p| p.ends_with("campaign.html")) {
+        eprintln!("campaign: {}", page.display());
+    }
+    if summary.plan.interrupted {
+        eprintln!("interrupted: the campaign's report holds the runs that finished");
+        return Ok(Finished::Interrupted);
+    }
+    Ok(Finished::passed_if(summary.all_passed))
+}
+
+fn print_summary(s: &CampaignSummary) {
+    for c in &s.comparisons {
+        eprintln!("\n{}\n", c.sentence);
+    }
+    for v in &s.variants {
+        let verdicts: Vec<String> = v
+            .verdicts
+            .iter()
+            .map(|(k, sh)| format!("{k} {sh}"))
+            .collect();
+        eprintln!(
+            "{:>14}: {} of {} runs counted | {} | with a wave {}",
+            v.variant,
+            v.counted,
+            v.planned,
+            verdicts.join(", "),
+            v.with_waves
+        );
+        for (run, why) in v.errored.iter().chain(&v.excluded) {
+            eprintln!("{:>14}  {run}: {why}", "");
+        }
+    }
+    for e in &s.expectations {
+        eprintln!(
+            "  [{}] {}: {} ({})",
+            if e.passed { "PASS" } else { "FAIL" },
+            e.spec.variant,
+            e.spec.source,
+            e.message
+        );
+    }
+    for (variant, e) in s.flaky() {
+        eprintln!(
+            "  [FLAKY] {variant}: {} held in {} of {} runs (failed in {})",
+            e.expectation,
+            e.held,
+            e.of,
+            e.failed_in.join(", ")
+        );
+    }
+    let errored = s
+        .runs
+        .iter()
+        .filter(|r| matches!(r.status, RunStatus::Errored { .. }))
+        .count();
+    eprintln!(
+        "{} runs, {errored} errored, in {}",
+        s.runs.len(),
+        words(std::time::Duration::from_secs_f64(s.plan.wall_s))
+    );
+}
+
+/// The folder a (variant, seed, repeat) run writes into, under the campaign's.
+pub(crate) fn run_dir(variant: &str, seed: u64, repeat: u32) -> PathBuf {
+    let name = if repeat == 0 {
+        format!("s{seed}")
+    } else {
+        format!("s{seed}-r{repeat}")
+    };
+    Path::new("runs").join(variant).join(name)
+}

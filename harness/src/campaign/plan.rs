@@ -1,0 +1,254 @@
+//! A campaign's plan: which runs, how many at once, where they go, and how
+//! long that should take (stated first, refused over `--budget`).
+
+use crate::budget::words;
+use crate::exit::CliError;
+use crate::experiment::{self, Experiment};
+use run_report::campaign::{CampaignPlan, CampaignRun, CampaignSummary};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct CampaignArgs {
+    #[command(subcommand)]
+    pub command: Option<CampaignCommand>,
+    /// The experiment file.
+    pub experiment: Option<PathBuf>,
+    /// Seeds: `1..10` (inclusive) or `1,4,7` (default: the file's
+    /// `campaign.seeds`, else 1..5).
+    #[arg(long)]
+    pub seeds: Option<String>,
+    /// Runs of each seed (a repeat runs the same seed again: what differs
+    /// is the scheduling, which a chaotic system amplifies).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
+    /// Runs at once (default: chosen from the machine's cores).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub parallel: Option<u32>,
+    /// Only these variants (repeatable; default: all).
+    #[arg(long)]
+    pub variant: Vec<String>,
+    /// The experiment's quick form.
+    #[arg(long)]
+    pub quick: bool,
+    /// Refuse plans estimated to take longer than this.
+    #[arg(long, default_value = "60m")]
+    pub budget: humantime::Duration,
+    /// Run even when the estimate exceeds the budget.
+    #[arg(long)]
+    pub force: bool,
+    /// Report folder root; the campaign goes to <OUT>/<experiment>-campaign/<id>/.
+    #[arg(long, default_value = "reports")]
+    pub out: PathBuf,
+    /// Continue the campaign in DIR: runs with a report are kept, the rest run.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
+}
+
+#[derive(clap::Subcommand)]
+pub enum CampaignCommand {
+    /// Builds a campaign from recorded runs (other machines, the nightly,
+    /// a Kubernetes Indexed Job): every summary.json under the folders.
+    Merge(super::merge::MergeArgs),
+}
+
+/// What `--resume` needs to run the same campaign again: written first.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Saved {
+    experiment: PathBuf,
+    quick: bool,
+    seeds: Vec<u64>,
+    repeats: u32,
+    variants: Vec<String>,
+}
+
+/// A validated campaign, ready to run.
+pub(crate) struct Plan {
+    pub file: PathBuf,
+    pub exp: Experiment,
+    pub seeds: Vec<u64>,
+    pub repeats: u32,
+    pub variants: Vec<String>,
+    pub parallel: usize,
+    /// The campaign's folder.
+    pub dir: PathBuf,
+}
+
+/// One run to make.
+#[derive(Debug, Clone)]
+pub(crate) struct Job {
+    pub variant: String,
+    pub seed: u64,
+    pub repeat: u32,
+}
+
+impl Plan {
+    /// Validates the file and the flags (exit 2 before anything runs).
+    pub fn from_args(args: &CampaignArgs) -> Result<Plan, CliError> {
+        let saved = match &args.resume {
+            Some(dir) => Some(read_saved(dir)?),
+            None => None,
+        };
+        let file = match (&saved, &args.experiment) {
+            (Some(s), _) => s.experiment.clone(),
+            (None, Some(f)) => f.clone(),
+            (None, None) => return Err(CliError::Line("usage: harness campaign <EXPERIMENT.yaml> [--seeds 1..10] | harness campaign merge DIR...".into())),
+        };
+        let quick = saved.as_ref().map_or(args.quick, |s| s.quick);
+        let exp = experiment::load(&file, quick).map_err(CliError::new)?;
+        // What every run would fail on is said once, before any runs.
+        if let Some(a) = &exp.alerts {
+            crate::prometheus::check_installed().map_err(CliError::new)?;
+            crate::prometheus::check_rules(a).map_err(CliError::new)?;
+        }
+        let seeds = match (&saved, &args.seeds) {
+            (Some(s), _) => s.seeds.clone(),
+            (None, Some(text)) => experiment::parse_seeds(text)
+                .map_err(|e| CliError::new(format_args!("--seeds: {e}")))?,
+            (None, None) if !exp.campaign.seeds.is_empty() => exp.campaign.seeds.clone(),
+            (None, None) => (1..=5).collect(),
+        };
+        let variants = match &saved {
+            Some(s) => s.variants.clone(),
+            None => chosen_variants(&exp, &args.variant)?,
+        };
+        let dir = match &args.resume {
+            Some(d) => d.clone(),
+            None => {
+                let folder = crate::run_id::RunFolder::now(
+                    &args.out,
+                    &format!("{}-campaign", exp.name),
+                    seeds[0],
+                );
+                folder.link_latest();
+                folder.dir
+            }
+        };
+        let plan = Plan {
+            file,
+            repeats: saved.as_ref().map_or(args.repeat, |s| s.repeats),
+            parallel: args.parallel.map_or_else(default_parallel, |n| n as usize),
+            exp,
+            seeds,
+            variants,
+            dir,
+        };
+        plan.save()?;
+        Ok(plan)
+    }
+
+    fn save(&self) -> Result<(), CliError> {
+        let saved = Saved {
+            experiment: std::path::absolute(&self.file).unwrap_or_else(|_| self.file.clone()),
+            quick: self.exp.quick,
+            seeds: self.seeds.clone(),
+            repeats: self.repeats,
+            variants: self.variants.clone(),
+        };
+        let json = serde_json::to_vec_pretty(&saved).map_err(CliError::new)?;
+        run_report::write_files(&self.dir, &[("plan.json", &json)])
+            .map_err(|e| CliError::new(format_args!("writing the campaign's plan: {e}")))?;
+        Ok(())
+    }
+
+    /// Every run, seed by seed so that an early stop leaves whole seeds.
+    pub fn jobs(&self) -> Vec<Job> {
+        let mut jobs = Vec::new();
+        for repeat in 0..self.repeats {
+            for &seed in &self.seeds {
+                for variant in &self.variants {
+                    jobs.push(Job {
+                        variant: variant.clone(),
+                        seed,
+                        repeat,
+                    });
+                }
+            }
+        }
+        jobs
+    }
+
+    /// One run's wall time: the load, its drain, the start and the report.
+    pub fn per_run(&self) -> Duration {
+        self.exp.duration
+            + crate::load::drain_time(Duration::from_secs(1), 4)
+            + Duration::from_secs(6)
+    }
+
+    pub fn estimate(&self) -> Duration {
+        let runs = self.jobs().len() as u32;
+        self.per_run() * runs.div_ceil(self.parallel.max(1) as u32)
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "campaign of {}{}: {} variant(s) ({}) x {} seed(s) x {} repeat(s) = {} runs of {} each, {} at once: estimated {}\n  into {}",
+            self.exp.name,
+            if self.exp.quick { " (quick form)" } else { "" },
+            self.variants.len(),
+            self.variants.join(", "),
+            self.seeds.len(),
+            self.repeats,
+            self.jobs().len(),
+            words(self.per_run()),
+            self.parallel,
+            words(self.estimate()),
+            self.dir.display()
+        )
+    }
+
+    /// The campaign judged from what the runs left.
+    pub fn summary(
+        &self,
+        done: super::execute::Outcome,
+        wall: Duration,
+        interrupted: bool,
+    ) -> CampaignSummary {
+        let plan = CampaignPlan {
+            experiment: self.exp.name.clone(),
+            quick: self.exp.quick,
+            seeds: self.seeds.clone(),
+            repeats: self.repeats,
+            variants: self.variants.clone(),
+            parallel_start: self.parallel,
+            parallel_end: done.parallel_end,
+            estimate_s: self.estimate().as_secs_f64(),
+            wall_s: wall.as_secs_f64(),
+            interrupted,
+        };
+        let runs: Vec<CampaignRun> = done.runs;
+        CampaignSummary::build(plan, &self.exp.campaign, runs)
+    }
+}
+
+fn read_saved(dir: &Path) -> Result<Saved, CliError> {
+    let path = dir.join("plan.json");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| CliError::new(format_args!("--resume {}: {e}", path.display())))?;
+    serde_json::from_str(&text)
+        .map_err(|e| CliError::new(format_args!("--resume {}: {e}", path.display())))
+}
+
+fn chosen_variants(exp: &Experiment, wanted: &[String]) -> Result<Vec<String>, CliError> {
+    let names: Vec<String> = exp.variants.iter().map(|v| v.name.clone()).collect();
+    if let Some(bad) = wanted.iter().find(|w| !names.contains(w)) {
+        return Err(CliError::new(format_args!(
+            "--variant {bad}: no such variant; variants are {names:?}"
+        )));
+    }
+    Ok(if wanted.is_empty() {
+        names
+    } else {
+        names.into_iter().filter(|n| wanted.contains(n)).collect()
+    })
+}
+
+/// Two runs per core: a run mostly waits on modeled time (a full
+/// retry-storm variant used about 5 % of this 2-core machine in a debug
+/// build), and the campaign lowers this when a run's load was late.
+fn default_parallel() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cores * 2).clamp(1, 8)
+}
