@@ -25,8 +25,84 @@ pub struct MergeArgs {
 }
 
 pub(crate) fn cli(args: MergeArgs) -> Result<Finished, CliError> {
+    let recorded = recorded_runs(&args.dirs)?;
+    let spec = match &args.with {
+        Some(f) => {
+            crate::experiment::load(f, recorded.quick)
+                .map_err(CliError::new)?
+                .campaign
+        }
+        None => CampaignSpec {
+            compare: vec![("before-fix".into(), "after-fix".into())],
+            ..CampaignSpec::default()
+        },
+    };
+    let plan = merged_plan(recorded.experiment, recorded.quick, &recorded.runs);
+    eprintln!(
+        "merging {} runs of {} from {} summaries",
+        recorded.runs.len(),
+        plan.experiment,
+        recorded.summaries
+    );
+    super::finish(
+        &args.out,
+        &CampaignSummary::build(plan, &spec, recorded.runs),
+    )
+}
+
+/// `harness campaign compare A B`: do two sets of runs of one experiment
+/// (sequential and parallel, real and virtual time) agree?
+#[derive(clap::Args)]
+pub struct CompareArgs {
+    /// Folders of the first set (e.g. a sequential campaign).
+    pub a: PathBuf,
+    /// Folders of the second set.
+    pub b: PathBuf,
+}
+
+pub(crate) fn compare(args: CompareArgs) -> Result<Finished, CliError> {
+    let a = recorded_runs(std::slice::from_ref(&args.a))?;
+    let b = recorded_runs(std::slice::from_ref(&args.b))?;
+    if (a.experiment.as_str(), a.quick) != (b.experiment.as_str(), b.quick) {
+        return Err(CliError::new(format_args!(
+            "{} holds runs of {} (quick: {}), {} of {} (quick: {})",
+            args.a.display(),
+            a.experiment,
+            a.quick,
+            args.b.display(),
+            b.experiment,
+            b.quick
+        )));
+    }
+    let variants = merged_plan(a.experiment.clone(), a.quick, &a.runs).variants;
+    let checks = run_report::campaign::agreement::compare_sets(&variants, &a.runs, &b.runs);
+    let (na, nb) = (args.a.display().to_string(), args.b.display().to_string());
+    println!(
+        "{}",
+        run_report::campaign::agreement::markdown(&checks, &na, &nb)
+    );
+    let differ = checks.iter().filter(|c| c.differs).count();
+    println!(
+        "{} of {} runs against {}: {} checks, {differ} differ after Holm's correction at 5 %",
+        a.experiment,
+        a.runs.len(),
+        b.runs.len(),
+        checks.len()
+    );
+    Ok(Finished::passed_if(differ == 0))
+}
+
+/// The runs recorded under some folders.
+struct Recorded {
+    experiment: String,
+    quick: bool,
+    runs: Vec<CampaignRun>,
+    summaries: usize,
+}
+
+fn recorded_runs(dirs: &[PathBuf]) -> Result<Recorded, CliError> {
     let mut summaries = Vec::new();
-    for d in &args.dirs {
+    for d in dirs {
         collect::collect_summaries(d, &mut summaries, 6);
     }
     summaries.sort();
@@ -52,25 +128,12 @@ pub(crate) fn cli(args: MergeArgs) -> Result<Finished, CliError> {
             runs.push(run);
         }
     }
-    let spec = match &args.with {
-        Some(f) => {
-            crate::experiment::load(f, quick)
-                .map_err(CliError::new)?
-                .campaign
-        }
-        None => CampaignSpec {
-            compare: vec![("before-fix".into(), "after-fix".into())],
-            ..CampaignSpec::default()
-        },
-    };
-    let plan = merged_plan(experiment, quick, &runs);
-    eprintln!(
-        "merging {} runs of {} from {} summaries",
-        runs.len(),
-        plan.experiment,
-        summaries.len()
-    );
-    super::finish(&args.out, &CampaignSummary::build(plan, &spec, runs))
+    Ok(Recorded {
+        experiment,
+        quick,
+        runs,
+        summaries: summaries.len(),
+    })
 }
 
 type PerFile = Vec<(PathBuf, u64, Vec<String>)>;

@@ -23,8 +23,10 @@ pub use plan::{CampaignArgs, CampaignCommand};
 
 /// `harness campaign ...`.
 pub fn cli(args: CampaignArgs) -> Result<Finished, CliError> {
-    if let Some(CampaignCommand::Merge(m)) = args.command {
-        return merge::cli(m);
+    match args.command {
+        Some(CampaignCommand::Merge(m)) => return merge::cli(m),
+        Some(CampaignCommand::Compare(c)) => return merge::compare(c),
+        None => {}
     }
     let plan = plan::Plan::from_args(&args)?;
     eprintln!("{}", plan.describe());

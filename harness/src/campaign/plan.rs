@@ -52,6 +52,10 @@ pub enum CampaignCommand {
     /// Builds a campaign from recorded runs (other machines, the nightly,
     /// a Kubernetes Indexed Job): every summary.json under the folders.
     Merge(super::merge::MergeArgs),
+    /// Whether two sets of runs of one experiment agree (e.g. sequential
+    /// against parallel): Fisher's and Mann–Whitney's tests per variant,
+    /// Holm-corrected; exits 1 when they differ.
+    Compare(super::merge::CompareArgs),
 }
 
 /// What `--resume` needs to run the same campaign again: written first.
@@ -114,16 +118,12 @@ impl Plan {
             Some(s) => s.variants.clone(),
             None => chosen_variants(&exp, &args.variant)?,
         };
-        let dir = match &args.resume {
-            Some(d) => d.clone(),
+        let (dir, folder) = match &args.resume {
+            Some(d) => (d.clone(), None),
             None => {
-                let folder = crate::run_id::RunFolder::now(
-                    &args.out,
-                    &format!("{}-campaign", exp.name),
-                    seeds[0],
-                );
-                folder.link_latest();
-                folder.dir
+                let kind = format!("{}-campaign", exp.name);
+                let f = crate::run_id::RunFolder::now(&args.out, &kind, seeds[0]);
+                (f.dir.clone(), Some(f))
             }
         };
         let plan = Plan {
@@ -136,6 +136,10 @@ impl Plan {
             dir,
         };
         plan.save()?;
+        // After the folder exists: `latest` points at the newest campaign.
+        if let Some(f) = folder {
+            f.link_latest();
+        }
         Ok(plan)
     }
 

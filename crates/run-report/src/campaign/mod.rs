@@ -11,6 +11,7 @@
 //! in; the shares carry exact (Clopper–Pearson) 95 % intervals.
 
 pub mod aggregate;
+pub mod agreement;
 pub mod compare;
 pub mod detection;
 pub mod expect;
