@@ -56,8 +56,8 @@ pub struct CampaignSummary {
     pub expectations: Vec<CampaignExpectationResult>,
     pub detection: Vec<AlertOverRuns>,
     pub runs: Vec<CampaignRun>,
-    /// Every expectation over runs passed, no run errored, and every counted
-    /// run's integrity held.
+    /// Every expectation over runs passed, every per-run expectation held in
+    /// every counted run, no run errored, and every run's integrity held.
     pub all_passed: bool,
 }
 
@@ -87,10 +87,13 @@ impl CampaignSummary {
             .filter(|e| plan.variants.contains(&e.variant))
             .map(|e| expect::evaluate(e, &runs))
             .collect();
+        // Per-run expectations state what must hold in every run.
         let all_passed = expectations.iter().all(|e| e.passed)
-            && variants
-                .iter()
-                .all(|v| v.errored.is_empty() && v.integrity_failed.is_empty())
+            && variants.iter().all(|v| {
+                v.errored.is_empty()
+                    && v.integrity_failed.is_empty()
+                    && v.expectations.iter().all(|e| e.held == e.of)
+            })
             && !plan.interrupted;
         CampaignSummary {
             schema_version: CAMPAIGN_SCHEMA,

@@ -184,6 +184,16 @@ fn expectations_over_runs_pass_and_fail_with_the_runs_named() {
     let c = CampaignSummary::build(plan(), &spec(), runs());
     let r: Vec<bool> = c.expectations.iter().map(|e| e.passed).collect();
     assert_eq!(r, vec![true, true, true, false]);
+    let spec = CampaignSpec {
+        expectations: c.expectations[..3].iter().map(|e| e.spec.clone()).collect(),
+        ..spec()
+    };
+    let flaky = CampaignSummary::build(plan(), &spec, runs());
+    assert!(
+        !flaky.all_passed,
+        "`waves >= 4` failed in seed 3: a per-run expectation holds in every run"
+    );
+    assert!(write::campaign_junit(&flaky).contains("held in 9 of 10 runs; failed in seed 3"));
     assert_eq!(c.expectations[3].not_in.len(), 9);
     assert!(
         c.expectations[3].message.contains("10 % of 10 runs"),

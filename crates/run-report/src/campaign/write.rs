@@ -299,7 +299,8 @@ fn runs(h: &mut String, c: &CampaignSummary) {
     h.push_str("</table></section>\n");
 }
 
-/// One test case per expectation over runs, per errored run and per integrity failure.
+/// One test case per expectation over runs, per per-run expectation (held
+/// in every run), per errored run and per integrity failure.
 pub fn campaign_junit(c: &CampaignSummary) -> String {
     let mut cases: Vec<(String, String, Option<String>)> = Vec::new();
     for e in &c.expectations {
@@ -307,6 +308,21 @@ pub fn campaign_junit(c: &CampaignSummary) -> String {
         cases.push((e.spec.variant.clone(), e.spec.source.clone(), fail));
     }
     for v in &c.variants {
+        for e in &v.expectations {
+            let fail = (e.held < e.of).then(|| {
+                format!(
+                    "held in {} of {} runs; failed in {}",
+                    e.held,
+                    e.of,
+                    e.failed_in.join(", ")
+                )
+            });
+            cases.push((
+                v.variant.clone(),
+                format!("every run: {}", e.expectation),
+                fail,
+            ));
+        }
         for (run, why) in &v.errored {
             cases.push((v.variant.clone(), format!("{run} ran"), Some(why.clone())));
         }
