@@ -251,6 +251,7 @@ fn run(path: PathBuf, args: RunArgs) -> Result<Finished, CliError> {
         variant: args.variant.clone(),
         agents,
         deployed: args.deployed.clone(),
+        context: harness::campaign::recorded_context(&path, &exp),
     };
     let outcome = rt
         .block_on(runner::run(&exp, &opts, stop.clone()))
@@ -461,6 +462,11 @@ fn print_summary(o: &runner::RunOutcome, quiet: bool) {
         );
         if !quiet || v.verdict.is_bad() {
             eprintln!("{:>12}  {}", "", v.verdict.explanation());
+        }
+    }
+    if let Some(ctx) = &o.run.campaign_context {
+        for line in ctx.place(a) {
+            eprintln!("  in context: {line}");
         }
     }
     for e in &a.expectations {

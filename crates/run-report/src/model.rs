@@ -42,6 +42,9 @@ pub struct RunData {
     /// The incident's own figures, if the experiment carries them (fidelity panel).
     #[serde(default)]
     pub incident_figures: Vec<IncidentFigure>,
+    /// The experiment's last recorded campaign, to place this run in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub campaign_context: Option<crate::campaign::context::CampaignContext>,
 }
 
 /// What ran and where.

@@ -26,18 +26,23 @@ pub struct MergeArgs {
 
 pub(crate) fn cli(args: MergeArgs) -> Result<Finished, CliError> {
     let recorded = recorded_runs(&args.dirs)?;
-    let spec = match &args.with {
-        Some(f) => {
-            crate::experiment::load(f, recorded.quick)
-                .map_err(CliError::new)?
-                .campaign
-        }
-        None => CampaignSpec {
+    let exp = match &args.with {
+        Some(f) => Some(crate::experiment::load(f, recorded.quick).map_err(CliError::new)?),
+        None => None,
+    };
+    let spec = exp.as_ref().map_or_else(
+        || CampaignSpec {
             compare: vec![("before-fix".into(), "after-fix".into())],
             ..CampaignSpec::default()
         },
-    };
-    let plan = merged_plan(recorded.experiment, recorded.quick, &recorded.runs);
+        |e| e.campaign.clone(),
+    );
+    let mut plan = merged_plan(recorded.experiment, recorded.quick, &recorded.runs);
+    if let Some(e) = &exp {
+        // The file's order, as a campaign run here shows them.
+        let rank = |v: &String| e.variants.iter().position(|x| &x.name == v);
+        plan.variants.sort_by_key(rank);
+    }
     eprintln!(
         "merging {} runs of {} from {} summaries",
         recorded.runs.len(),

@@ -120,3 +120,34 @@ pub(crate) fn run_dir(variant: &str, seed: u64, repeat: u32) -> PathBuf {
     };
     Path::new("runs").join(variant).join(name)
 }
+
+/// The experiment's last recorded campaign, committed beside it as
+/// `campaigns/<file stem>.json` (`-quick.json` for the quick form), when
+/// there is one for this experiment and form; a file that cannot be read
+/// is said loudly and ignored.
+pub fn recorded_context(
+    file: &Path,
+    exp: &crate::experiment::Experiment,
+) -> Option<run_report::campaign::context::CampaignContext> {
+    let stem = file.file_stem()?.to_string_lossy();
+    let name = format!("{stem}{}.json", if exp.quick { "-quick" } else { "" });
+    let path = file.parent()?.join("campaigns").join(name);
+    let text = std::fs::read_to_string(&path).ok()?;
+    match serde_json::from_str::<run_report::campaign::context::CampaignContext>(&text) {
+        Ok(c) if c.experiment == exp.name && c.quick == exp.quick => Some(c),
+        Ok(_) => {
+            eprintln!(
+                "WARNING: {} is another experiment's or form's campaign; not used",
+                path.display()
+            );
+            None
+        }
+        Err(e) => {
+            eprintln!(
+                "WARNING: {}: {e}; the run is not placed in a campaign",
+                path.display()
+            );
+            None
+        }
+    }
+}

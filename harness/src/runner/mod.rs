@@ -39,6 +39,8 @@ pub struct RunOptions {
     /// this file's variant, e.g. by `harness render k8s`): drive it, with
     /// faults through its admin API and the variant's admin token.
     pub deployed: Option<String>,
+    /// The experiment's last recorded campaign, to place the run in.
+    pub context: Option<run_report::campaign::context::CampaignContext>,
 }
 
 /// How the load agents of every variant come to be.
@@ -117,7 +119,7 @@ pub async fn run(
     }
 
     let run_id = crate::run_id::run_id(started_at, exp.seed);
-    let run = run_data(exp, &run_id, started_at, facts, runs);
+    let run = run_data(exp, &run_id, started_at, facts, runs, opts.context.clone());
     let analysis = run_report::analyse(&run);
     let report_dir = opts.out_dir.join(&exp.name).join(&run_id);
     let files = run_report::write_report(&report_dir, &run, &analysis)
@@ -169,6 +171,7 @@ fn run_data(
     started_at: chrono::DateTime<chrono::Utc>,
     environment: EnvironmentFacts,
     runs: Vec<VariantRun>,
+    context: Option<run_report::campaign::context::CampaignContext>,
 ) -> RunData {
     RunData {
         schema: run_report::RUN_SCHEMA,
@@ -189,6 +192,7 @@ fn run_data(
             .collect(),
         variants: runs,
         incident_figures: exp.incident.clone(),
+        campaign_context: context,
     }
 }
 

@@ -13,6 +13,7 @@
 pub mod aggregate;
 pub mod agreement;
 pub mod compare;
+pub mod context;
 pub mod detection;
 pub mod expect;
 pub mod model;

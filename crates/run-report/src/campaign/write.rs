@@ -17,9 +17,14 @@ pub fn write_campaign(dir: &Path, c: &CampaignSummary) -> Result<Vec<PathBuf>, R
     let json = serde_json::to_vec_pretty(c)?;
     let html = campaign_html(c)?;
     let junit = campaign_junit(c);
+    let recorded = dir
+        .file_name()
+        .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+    let context = serde_json::to_vec_pretty(&super::context::CampaignContext::of(c, &recorded))?;
     crate::write::write_files(
         dir,
         &[
+            ("context.json", &context),
             ("campaign.json", &json),
             ("campaign.html", html.as_bytes()),
             ("junit.xml", junit.as_bytes()),

@@ -188,7 +188,21 @@ pub fn summary(h: &mut String, run: &RunData, analysis: &Analysis) {
             ],
         );
     }
-    h.push_str("</table>\n</section>\n");
+    h.push_str("</table>\n");
+    if let Some(ctx) = &run.campaign_context {
+        let _ = write!(
+            h,
+            "<p class=\"muted\">In context: the experiment's campaign of {} ({} repeat(s), recorded {}).</p>\n<ul>",
+            ctx.seeds_text(),
+            ctx.repeats,
+            escape(&ctx.recorded)
+        );
+        for line in ctx.place(analysis) {
+            let _ = write!(h, "<li>{}</li>", escape(&line));
+        }
+        h.push_str("</ul>\n");
+    }
+    h.push_str("</section>\n");
 }
 
 pub fn expectations(h: &mut String, analysis: &Analysis) {
