@@ -12,12 +12,14 @@
 # Environment: SEEDS (default "1 2 3", "1" with --quick), RUN_TIMEOUT (seconds
 # per harness run; default 900, 300 with --quick).
 #
-# Writes <out>/<experiment>/<run-id>/ per run, <out>/runs.tsv (what ran and its
-# exit code), <out>/logs/, <out>/nightly.log (this script's whole output) and
-# <out>/index.html, then regenerates reports/index.html over every run under
-# reports/. Exit 0 when every run met every expectation, 1 when any run failed
-# an expectation, errored or timed out (the index is written first), 2 when the
-# setup (arguments, build) failed.
+# Each experiment runs as a campaign (`harness campaign`, every variant x
+# seed, several at once) under <out>/campaigns/; writes <out>/campaigns.tsv
+# (each campaign and its exit code), <out>/runs.tsv (each run), <out>/logs/,
+# <out>/nightly.log (this script's whole output) and <out>/index.html, then
+# regenerates reports/index.html over every run under reports/, with each
+# expectation's pass rate over the nights. Exit 0 when every campaign met
+# every expectation, 1 when any failed, errored or timed out (the index is
+# written first), 2 when the setup (arguments, build) failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -111,44 +113,49 @@ else
 fi
 
 failed=0
+seed_list=$(echo $seeds | tr ' ' ',')
 for f in "${experiments[@]}"; do
   name=$(basename "$f" .yaml)
-  for s in $seeds; do
-    log="$out/logs/$name-seed$s.log"
-    t0=$SECONDS
-    echo "nightly: run $name seed $s ($mode, limit ${run_timeout}s)"
-    # SIGINT first: the harness then writes the report of what it measured
-    # (exit 130); timeout itself exits 124. KILL if it does not stop in 30 s.
-    # --foreground: otherwise timeout also signals its own process group, the
-    # harness sees a second Ctrl-C and exits without writing its report.
-    set +e
-    timeout --foreground --signal=INT --kill-after=30 "$run_timeout" \
-      "$harness" "$f" $quick --seed "$s" --quiet --out "$out" 2>&1 | tee "$log"
-    rc=${PIPESTATUS[0]}
-    set -e
-    secs=$((SECONDS - t0))
-    # The harness names its report folder on its last line: "report: DIR/index.html".
-    report=$(sed -n 's|^report: \(.*\)/index\.html$|\1|p' "$log" | tail -1)
-    report=${report#"$out"/}
-    case "$rc" in
-      0) verdict=PASS ;;
-      1) verdict="FAIL (expectation)" ;;
-      2) verdict="ERROR (bad input or setup)" ;;
-      124) verdict="TIMEOUT (over ${run_timeout}s)" ;;
-      130) verdict="INTERRUPTED" ;;
-      *) verdict="ERROR (exit $rc)" ;;
-    esac
-    [ "$rc" -eq 0 ] || failed=1
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$f" "$name" "$s" "$mode" "$rc" "$secs" \
-      "${report:--}" >>"$out/runs.tsv"
-    echo "nightly: $verdict $name seed $s in ${secs}s${report:+ -> $report/index.html}"
-  done
+  log="$out/logs/$name-campaign.log"
+  t0=$SECONDS
+  echo "nightly: campaign $name seeds $seed_list ($mode; each run bounded by the campaign)"
+  # Each experiment runs as a campaign: every (variant, seed) a normal run
+  # with its report, judged together by the file's `campaign.expect`. SIGINT
+  # first: the campaign then writes what finished (exit 130). --foreground:
+  # otherwise timeout signals the process group and the runs see it twice.
+  set +e
+  timeout --foreground --signal=INT --kill-after=60 $((run_timeout * 40)) \
+    "$harness" campaign "$f" $quick --seeds "$seed_list" --budget 24h --out "$out/campaigns" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  set -e
+  secs=$((SECONDS - t0))
+  dir=$(sed -n 's|^campaign: \(.*\)/campaign\.html$|\1|p' "$log" | tail -1)
+  case "$rc" in
+    0) verdict=PASS ;; 1) verdict="FAIL (expectation)" ;; 2) verdict="ERROR (bad input or setup)" ;;
+    124) verdict="TIMEOUT" ;; 130) verdict="INTERRUPTED" ;; *) verdict="ERROR (exit $rc)" ;;
+  esac
+  [ "$rc" -eq 0 ] || failed=1
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$f" "$name" "$mode" "$rc" "$secs" "${dir:+${dir#"$out"/}}" >>"$out/campaigns.tsv"
+  # One runs.tsv row per run of the campaign, so the index lists every run.
+  [ -n "$dir" ] && python3 - "$out" "$f" "$name" "$mode" "$dir" >>"$out/runs.tsv" <<'PY'
+import json, sys
+out, file, name, mode, d = sys.argv[1:6]
+c = json.load(open(f"{d}/campaign.json"))
+for r in c["runs"]:
+    st = r["status"]["status"]
+    judged = r["status"].get("judged") or r["status"]
+    held = all(ok for _, ok in (judged.get("expectations") or []))
+    rc = 2 if st == "errored" else (0 if held else 1)
+    report = f"{d}/{r['report']}" if r.get("report") else "-"
+    print("\t".join([file, name, str(r["seed"]), mode, str(rc), "0", report.removeprefix(out + "/")]))
+PY
+  echo "nightly: $verdict campaign $name in ${secs}s${dir:+ -> $dir/campaign.html}"
 done
 
 # The nightly folder is linked from the index run by run; the harness's
 # per-experiment "latest" links would only make artifact uploads (which follow
 # links) carry every run twice.
-find "$out" -mindepth 2 -maxdepth 2 -name latest -type l -delete
+find "$out" -name latest -type l -delete
 
 write_indexes || failed=1
 

@@ -183,6 +183,58 @@ h2 .status { font-size: .6em; vertical-align: middle; padding: .2em .6em; }
 """
 
 
+def night_expectations(folder, runs):
+    """{(experiment, variant, expectation): (held, of)} for one night: each
+    per-run expectation over the night's runs, and each expectation over
+    runs of its campaigns (campaign.json under the night's folder)."""
+    out = {}
+    for r in runs:
+        s = r["summary"]
+        for e in (s or {}).get("expectations") or []:
+            key = (s["experiment"], e["variant"], f'{e["metric"]} {e["expected"]}')
+            held, of = out.get(key, (0, 0))
+            out[key] = (held + bool(e.get("passed")), of + 1)
+    for c in sorted(folder.rglob("campaign.json")) if folder else []:
+        try:
+            camp = json.loads(c.read_text())
+        except (OSError, ValueError):
+            continue
+        for e in camp.get("expectations") or []:
+            key = (camp["plan"]["experiment"], e["spec"]["variant"], "over runs: " + e["spec"]["source"])
+            held, of = out.get(key, (0, 0))
+            out[key] = (held + bool(e.get("passed")), of + 1)
+    return out
+
+
+def rates_table(groups):
+    """Each expectation's record night by night (newest first), and the share
+    of nights in which it held every time."""
+    nights = [(f, night_expectations(f, runs)) for f, runs in groups if f is not None][:14]
+    if not nights:
+        return ""
+    keys = sorted({k for _, e in nights for k in e})
+    head = "".join(f"<th>{html.escape(f.name)}</th>" for f, _ in nights)
+    rows = []
+    for k in keys:
+        cells, good, seen = [], 0, 0
+        for _, e in nights:
+            if k not in e:
+                cells.append("<td>&ndash;</td>")
+                continue
+            held, of = e[k]
+            seen += 1
+            good += held == of
+            cls = "" if held == of else ' class="bad"'
+            cells.append(f"<td{cls}>{held}/{of}</td>")
+        rate = f"{good}/{seen} nights"
+        rows.append("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in k)
+                    + f"<td>{rate}</td>" + "".join(cells) + "</tr>")
+    return ("<h2>Expectations over the nights</h2><p>Per night: runs (or campaigns) in which "
+            "the expectation held, of those that judged it.</p><table><tr><th>experiment</th>"
+            "<th>variant</th><th>expectation</th><th>held every time</th>" + head + "</tr>"
+            + "".join(rows) + "</table>")
+
+
 def render(top, groups):
     all_runs = [r for _, runs in groups for r in runs]
     n_ok = sum(passed(r) for r in all_runs)
@@ -210,6 +262,7 @@ def render(top, groups):
         f'<p><span class="status {status[0]}">{status[1]}</span></p>',
         f"<p>{html.escape(summary)}</p>",
         f"<p>{environment_line(all_runs)}</p>",
+        rates_table(groups),
     ]
     for folder, runs in groups:
         if len(groups) > 1 or folder is None:

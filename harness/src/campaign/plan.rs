@@ -249,10 +249,10 @@ fn chosen_variants(exp: &Experiment, wanted: &[String]) -> Result<Vec<String>, C
     })
 }
 
-/// Two runs per core: a run mostly waits on modeled time (a full
-/// retry-storm variant used about 5 % of this 2-core machine in a debug
+/// Three runs per core, at most 8: a run mostly waits on modeled time (a
+/// full retry-storm variant used about 5 % of this 2-core machine in a debug
 /// build), and the campaign lowers this when a run's load was late.
 fn default_parallel() -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    (cores * 2).clamp(1, 8)
+    (cores * 3).clamp(1, 8)
 }
