@@ -212,12 +212,13 @@ fn validate(path: &std::path::Path) -> Result<Finished, CliError> {
     }
     for e in std::iter::once(&full).chain(quick.as_ref()) {
         println!(
-            "{}: ok{} — {} variant(s), {} timeline entries, {} expectations, {} per variant",
+            "{}: ok{} — {} variant(s), {} timeline entries, {} expectations, {} over runs, {} per variant",
             path.display(),
             if e.quick { " (quick form)" } else { "" },
             e.variants.len(),
             e.timeline.len(),
             e.expectations.len(),
+            e.campaign.expectations.len(),
             humantime::format_duration(e.duration)
         );
     }

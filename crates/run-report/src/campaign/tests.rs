@@ -194,7 +194,7 @@ fn expectations_over_runs_pass_and_fail_with_the_runs_named() {
         "`waves >= 4` failed in seed 3: a per-run expectation holds in every run"
     );
     assert!(write::campaign_junit(&flaky).contains("held in 9 of 10 runs; failed in seed 3"));
-    assert_eq!(c.expectations[3].not_in.len(), 9);
+    assert_eq!(c.expectations[3].against.len(), 9);
     assert!(
         c.expectations[3].message.contains("10 % of 10 runs"),
         "{}",

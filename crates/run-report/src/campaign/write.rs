@@ -36,20 +36,30 @@ pub fn write_campaign(dir: &Path, c: &CampaignSummary) -> Result<Vec<PathBuf>, R
 pub fn campaign_html(c: &CampaignSummary) -> Result<String, ReportError> {
     let p = &c.plan;
     let mut h = String::new();
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<h1>Campaign: {}{}</h1>\n<p class=\"meta\">{} variant(s) × {} seed(s) × {} repeat(s) = {} runs; \
-         {} at once (at the end {}); {} s of wall time, estimated {} s.</p>\n",
+        "<h1>Campaign: {}{}</h1>",
         escape(&p.experiment),
-        if p.quick { " (quick form)" } else { "" },
+        if p.quick { " (quick form)" } else { "" }
+    );
+    let how = if p.parallel_start == 0 {
+        "merged from recorded runs".to_string()
+    } else {
+        format!(
+            "{} at once (at the end {}); {} s of wall time, estimated {} s",
+            p.parallel_start,
+            p.parallel_end,
+            num(p.wall_s),
+            num(p.estimate_s)
+        )
+    };
+    let _ = writeln!(
+        h,
+        "<p class=\"meta\">{} variant(s) × {} seed(s) × {} repeat(s) = {} runs; {how}.</p>",
         p.variants.len(),
         p.seeds.len(),
         p.repeats,
         c.runs.len(),
-        p.parallel_start,
-        p.parallel_end,
-        num(p.wall_s),
-        num(p.estimate_s),
     );
     banners(&mut h, c);
     let overall = if c.all_passed { "pass" } else { "fail" };
@@ -116,7 +126,7 @@ fn expectations(h: &mut String, c: &CampaignSummary) {
             "variant",
             "expectation",
             "measured",
-            "runs where it did not hold",
+            "runs against it",
         ],
     );
     for e in &c.expectations {
@@ -128,7 +138,7 @@ fn expectations(h: &mut String, c: &CampaignSummary) {
                 escape(&e.spec.variant),
                 format!("<code>{}</code>", escape(&e.spec.source)),
                 escape(&e.message),
-                escape(&e.not_in.join(", ")),
+                escape(&e.against.join(", ")),
             ],
         );
     }

@@ -17,7 +17,18 @@ pub(crate) fn strip_svg(variants: &[VariantOverRuns]) -> Result<String, ReportEr
         return Ok(String::new());
     };
     ensure_font();
-    let panels = first.figures.len() as u32;
+    // A figure no run defines (an alert that never fired) has no panel.
+    let shown: Vec<&crate::metrics::MetricRef> = first
+        .figures
+        .iter()
+        .map(|f| &f.metric)
+        .filter(|m| {
+            variants
+                .iter()
+                .any(|v| v.figure(m).is_some_and(|f| !f.values.is_empty()))
+        })
+        .collect();
+    let panels = shown.len() as u32;
     let mut svg = String::new();
     {
         let root =
@@ -28,8 +39,7 @@ pub(crate) fn strip_svg(variants: &[VariantOverRuns]) -> Result<String, ReportEr
         };
         root.fill(&WHITE).map_err(|e| chart_err(e.to_string()))?;
         let areas = root.split_evenly((panels.max(1) as usize, 1));
-        for (i, area) in areas.iter().enumerate() {
-            let metric = &first.figures[i].metric;
+        for (area, metric) in areas.iter().zip(&shown) {
             panel(area, variants, metric).map_err(chart_err)?;
         }
         root.present().map_err(|e| chart_err(e.to_string()))?;
@@ -68,6 +78,8 @@ fn panel(
     chart
         .configure_mesh()
         .disable_y_mesh()
+        .x_labels(8)
+        .light_line_style(WHITE)
         .y_labels(variants.len())
         .y_label_formatter(&|y| {
             let i = y.round() as usize;
