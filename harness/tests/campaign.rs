@@ -212,3 +212,26 @@ fn a_campaign_section_is_validated_with_located_errors() {
         vec![("before-fix".to_string(), "after-fix".to_string())]
     );
 }
+
+#[test]
+fn every_committed_campaign_context_names_a_shipped_experiment_and_form() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments");
+    let Ok(entries) = std::fs::read_dir(root.join("campaigns")) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let ctx: run_report::campaign::context::CampaignContext =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+        let (file, quick) = match stem.strip_suffix("-quick") {
+            Some(f) => (f.to_string(), true),
+            None => (stem.clone(), false),
+        };
+        let exp = harness::experiment::load(&root.join(format!("{file}.yaml")), quick).unwrap();
+        assert_eq!((ctx.experiment.as_str(), ctx.quick), (exp.name.as_str(), quick), "{stem}");
+        let recorded = harness::campaign::recorded_context(&root.join(format!("{file}.yaml")), &exp);
+        assert_eq!(recorded, Some(ctx), "{stem} is found beside its experiment");
+    }
+}
