@@ -98,97 +98,174 @@ pub fn cli(quick: bool, only: Option<Step>, agents: Option<u32>) -> Result<Finis
     let _ = ctrlc::set_handler(|| std::process::exit(130));
     let w = Windows::new(quick);
     if only == Some(Step::Storm) {
-        let s = memory::run_here(&w).map_err(|e| CliError::new(format_args!("{e:#}")))?;
-        // Run by `harness bench`, the parent prints it; run directly, say it here.
-        if std::env::var_os(memory::TARGET_ENV).is_none() {
-            eprintln!("{}", storm_line(&s, &w).0);
-        }
-        return Ok(Finished::Passed);
+        return storm_here(&w);
     }
-    let want = |s: Step| only.is_none_or(|o| o == s);
-    println!(
-        "harness bench{}: {} build, {} CPU(s); traffic to 127.0.0.1 only",
-        if quick { " --quick" } else { "" },
-        if cfg!(debug_assertions) {
-            "DEBUG (numbers understate a release build)"
-        } else {
-            "release"
-        },
-        std::thread::available_parallelism().map_or(1, |n| n.get()),
-    );
-    let mut verdicts: Vec<Verdict> = Vec::new();
-    let mut ceiling_rps = None;
-    if want(Step::Storm) {
+    let mut bench = Bench {
+        w,
+        quick,
+        only,
+        agents,
+        verdicts: Vec::new(),
+        ceiling_rps: None,
+    };
+    bench.header();
+    bench.storm();
+    bench.ceiling();
+    bench.openloop();
+    bench.hotpath();
+    bench.pages();
+    bench.instructions();
+    bench.finish()
+}
+
+/// `--only storm`: the memory step in this process (how the full bench runs
+/// it in a fresh one).
+fn storm_here(w: &Windows) -> Result<Finished, CliError> {
+    let s = memory::run_here(w).map_err(|e| CliError::new(format_args!("{e:#}")))?;
+    // Run by `harness bench`, the parent prints it; run directly, say it here.
+    if std::env::var_os(memory::TARGET_ENV).is_none() {
+        eprintln!("{}", storm_line(&s, w).0);
+    }
+    Ok(Finished::Passed)
+}
+
+/// One bench run: the steps asked for, in their fixed order, each printing
+/// its section and adding its verdict; the ceiling step hands its rate to
+/// the open-loop step, which drives above it.
+struct Bench {
+    w: Windows,
+    quick: bool,
+    only: Option<Step>,
+    agents: Option<u32>,
+    verdicts: Vec<Verdict>,
+    ceiling_rps: Option<f64>,
+}
+
+impl Bench {
+    /// Is this step part of the run (`--only` names it, or names none)?
+    fn want(&self, s: Step) -> bool {
+        self.only.is_none_or(|o| o == s)
+    }
+
+    /// What the numbers are worth: build profile and CPUs.
+    fn header(&self) {
+        println!(
+            "harness bench{}: {} build, {} CPU(s); traffic to 127.0.0.1 only",
+            if self.quick { " --quick" } else { "" },
+            if cfg!(debug_assertions) {
+                "DEBUG (numbers understate a release build)"
+            } else {
+                "release"
+            },
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+        );
+    }
+
+    /// Step 4: peak RSS through a retry storm, in a child process.
+    fn storm(&mut self) {
+        if !self.want(Step::Storm) {
+            return;
+        }
         section(&format!(
             "4. memory: peak RSS through a retry storm of >= {} attempts (fresh process)",
-            w.storm_attempts
+            self.w.storm_attempts
         ));
-        verdicts.push(match memory::run_in_child(quick) {
+        self.verdicts.push(match memory::run_in_child(self.quick) {
             Ok(s) => {
-                let (line, v) = storm_line(&s, &w);
+                let (line, v) = storm_line(&s, &self.w);
                 println!("{line}");
                 v
             }
             Err(e) => error(e),
         });
     }
-    if want(Step::Ceiling) {
+
+    /// Step 1: the load path's ceiling against wrk; remembers the harness's rate.
+    fn ceiling(&mut self) {
+        if !self.want(Step::Ceiling) {
+            return;
+        }
         section(&format!(
             "1. load ceiling: harness load path (goose + journeys + recorder) vs wrk, fixed-503 endpoint, {} s window",
-            w.measure.as_secs()
+            self.w.measure.as_secs()
         ));
-        verdicts.push(match ceiling::run(&w) {
+        self.verdicts.push(match ceiling::run(&self.w) {
             Ok(c) => {
-                ceiling_rps = Some(c.harness_rps());
+                self.ceiling_rps = Some(c.harness_rps());
                 print_ceiling(&c)
             }
             Err(e) => error(e),
         });
     }
-    if want(Step::Openloop) {
+
+    /// Step 5: a constant rate above the ceiling; then (`--agents N`) the ceiling
+    /// through load agents, informational unless it fails to run.
+    fn openloop(&mut self) {
+        if !self.want(Step::Openloop) {
+            return;
+        }
+        let w = &self.w;
         section(&format!(
             "5. open-loop honesty: a constant rate {}x the ceiling (or {}/s alone), every arrival sent, {} s window",
             openloop::OVER_CEILING,
             rate(openloop::FALLBACK_RATE),
             (w.warmup + w.measure).as_secs()
         ));
-        verdicts.push(match openloop::run(&w, ceiling_rps) {
-            Ok(o) => print_openloop(&o),
-            Err(e) => error(e),
-        });
-        if let Some(n) = agents {
+        self.verdicts
+            .push(match openloop::run(w, self.ceiling_rps) {
+                Ok(o) => print_openloop(&o),
+                Err(e) => error(e),
+            });
+        if let Some(n) = self.agents {
             section(&format!(
                 "1b. load ceiling through load agents: 1 agent, then {n} (child processes, events streamed to the coordinator), fixed-503 endpoint, {} s window",
-                w.measure.as_secs()
+                self.w.measure.as_secs()
             ));
-            match agents::run(&w, n) {
+            match agents::run(&self.w, n) {
                 Ok(a) => print_agents(&a),
                 Err(e) => {
-                    verdicts.push(error(e));
+                    self.verdicts.push(error(e));
                 }
             }
         }
     }
-    if want(Step::Hotpath) {
+
+    /// Step 2: a cache hit through the system under test against a bare endpoint.
+    fn hotpath(&mut self) {
+        if !self.want(Step::Hotpath) {
+            return;
+        }
         section(&format!(
             "2. hot path: cache-hit POST /v1/extract on the system under test vs a bare endpoint, {} s each",
-            w.measure.as_secs()
+            self.w.measure.as_secs()
         ));
-        verdicts.push(match hotpath::run(&w) {
+        self.verdicts.push(match hotpath::run(&self.w) {
             Ok(h) => print_hotpath(&h),
             Err(e) => error(e),
         });
     }
-    if want(Step::Pages) {
+
+    /// Step 3: page executor throughput (no target).
+    fn pages(&self) {
+        if !self.want(Step::Pages) {
+            return;
+        }
         section(&format!(
             "3. page executor: pages/s, batches of {} pages, ~{} ms per size",
             pages::BATCH,
-            w.pages_each.as_millis()
+            self.w.pages_each.as_millis()
         ));
-        print_pages(&pages::run(w.pages_each));
+        print_pages(&pages::run(self.w.pages_each));
     }
-    // Minutes under callgrind: the full run (or `--only instructions`) only.
-    if want(Step::Instructions) && (!quick || only == Some(Step::Instructions)) {
+
+    /// Step 6: instructions per attempt under callgrind: minutes, so the full run
+    /// (or `--only instructions`) only.
+    fn instructions(&mut self) {
+        if !(self.want(Step::Instructions)
+            && (!self.quick || self.only == Some(Step::Instructions)))
+        {
+            return;
+        }
         section(
             "6. instructions per attempt (callgrind; hardware counters are not available here)",
         );
@@ -198,20 +275,25 @@ pub fn cli(quick: bool, only: Option<Step>, agents: Option<u32>) -> Result<Finis
                 println!("   valgrind is not installed: SKIPPED (sudo apt-get install -y valgrind)")
             }
             Err(e) => {
-                verdicts.push(error(e));
+                self.verdicts.push(error(e));
             }
         }
     }
-    println!();
-    if verdicts.contains(&Verdict::Error) {
-        println!("bench: a step failed to run (see above)");
-        Err(CliError::Reported)
-    } else if verdicts.contains(&Verdict::Miss) {
-        println!("bench: a target was MISSED");
-        Ok(Finished::Failed)
-    } else {
-        println!("bench: every measured target PASSED");
-        Ok(Finished::Passed)
+
+    /// The run's outcome: a step that failed to run outweighs a missed
+    /// target, which outweighs passes.
+    fn finish(self) -> Result<Finished, CliError> {
+        println!();
+        if self.verdicts.contains(&Verdict::Error) {
+            println!("bench: a step failed to run (see above)");
+            Err(CliError::Reported)
+        } else if self.verdicts.contains(&Verdict::Miss) {
+            println!("bench: a target was MISSED");
+            Ok(Finished::Failed)
+        } else {
+            println!("bench: every measured target PASSED");
+            Ok(Finished::Passed)
+        }
     }
 }
 
