@@ -30,7 +30,7 @@ use testcontainers::{ContainerAsync, GenericImage, ImageExt};
 pub const DEFAULT_SUT_IMAGE: &str = "overload-harness/sut:local";
 pub const DEFAULT_REDIS_IMAGE: &str = "overload-harness/redis:local";
 /// The port every sut process listens on inside its container.
-const SUT_PORT: u16 = 8080;
+pub(crate) const SUT_PORT: u16 = 8080;
 pub(crate) const REDIS_PORT: u16 = 6379;
 
 /// The arguments the project's Redis container runs with, here and in the
@@ -43,6 +43,22 @@ pub(crate) fn redis_server_args(r: &sut::config::RedisCacheConfig) -> Vec<String
     args.extend(sut::cache_server_args(REDIS_PORT, r.maxmemory_mb, r.policy));
     args
 }
+
+/// A sut process's command line in the split, in a container here and in a
+/// pod of the rendered manifests: its configuration file, its role (`pool`
+/// with its `zone`, or `gateway`, whose `--pool` arguments the caller adds),
+/// listening on every interface of its own network namespace, and taking
+/// admin commands from its peers (the gateway forwards zone commands).
+pub(crate) fn sut_args(config: &str, role: &str, zone: Option<&str>) -> Vec<String> {
+    let listen = format!("0.0.0.0:{SUT_PORT}");
+    let mut args = vec!["--config", config, "--role", role];
+    if let Some(zone) = zone {
+        args.extend(["--zone", zone]);
+    }
+    args.extend(["--listen", &listen, "--admin-from-any-peer"]);
+    args.into_iter().map(String::from).collect()
+}
+
 const STARTUP: Duration = Duration::from_secs(60);
 
 /// Which images to run.
@@ -221,7 +237,6 @@ struct Startup<'a> {
     images: &'a ContainerImages,
     config: SystemConfig,
     network: String,
-    listen: String,
 }
 
 impl<'a> Startup<'a> {
@@ -241,7 +256,6 @@ impl<'a> Startup<'a> {
             images,
             config,
             network,
-            listen: format!("0.0.0.0:{SUT_PORT}"),
         }
     }
 
@@ -289,17 +303,7 @@ impl<'a> Startup<'a> {
                 .with_container_name(&name)
                 .with_copy_to("/etc/sut.json", config_json.to_vec())
                 .with_env_var("XDG_RUNTIME_DIR", "/tmp")
-                .with_cmd([
-                    "--config",
-                    "/etc/sut.json",
-                    "--role",
-                    "pool",
-                    "--zone",
-                    zone,
-                    "--listen",
-                    &self.listen,
-                    "--admin-from-any-peer",
-                ])
+                .with_cmd(sut_args("/etc/sut.json", "pool", Some(zone)))
                 .with_startup_timeout(STARTUP)
                 .start()
                 .await
@@ -323,18 +327,7 @@ impl<'a> Startup<'a> {
         config_json: Vec<u8>,
         pool_args: Vec<String>,
     ) -> anyhow::Result<(ContainerAsync<GenericImage>, u16)> {
-        let mut args: Vec<String> = [
-            "--config",
-            "/etc/sut.json",
-            "--role",
-            "gateway",
-            "--listen",
-            &self.listen,
-            "--admin-from-any-peer",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let mut args = sut_args("/etc/sut.json", "gateway", None);
         args.extend(pool_args);
         let gateway = self
             .sut()
