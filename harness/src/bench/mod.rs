@@ -345,6 +345,57 @@ fn runtime(name: &str) -> anyhow::Result<tokio::runtime::Runtime> {
         .with_context(|| format!("starting the {name} runtime"))
 }
 
+/// Attempts done (answered, rejected, timed out or failed) in the run's
+/// seconds `seconds`.
+fn attempts_done(recorder: &crate::recorder::Recorder, seconds: std::ops::Range<usize>) -> u64 {
+    seconds
+        .map(|t| {
+            let s = recorder.second(t);
+            s.ok + s.rejected + s.timeouts + s.errors
+        })
+        .sum()
+}
+
+/// Attempts done per second over the measurement window (the whole seconds
+/// after the warm-up).
+fn done_per_s(recorder: &crate::recorder::Recorder, w: &Windows) -> f64 {
+    let first = w.warmup.as_secs() as usize;
+    let last = (w.warmup + w.measure).as_secs() as usize;
+    attempts_done(recorder, first..last) as f64 / (last - first) as f64
+}
+
+/// Stops the run when its load window ends: the arrivals planned exceed what
+/// can be sent, and those left over are not part of the measurement.
+fn stop_at(
+    load_end: tokio::time::Instant,
+    stop: &std::sync::Arc<crate::interrupt::StopSignal>,
+) -> tokio::task::JoinHandle<()> {
+    let stop = stop.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep_until(load_end).await;
+        stop.trigger("measurement window over");
+    })
+}
+
+/// The journeys of a bench run: `retry`, a 2 s client timeout, one-word
+/// one-round pages, seed 1, all recorded in `recorder`.
+fn journeys(
+    recorder: std::sync::Arc<crate::recorder::Recorder>,
+    retry: retry_policy::RetryConfig,
+    hard_stop: tokio::time::Instant,
+) -> crate::load::JourneySettings {
+    crate::load::JourneySettings {
+        recorder,
+        clients: crate::experiment::ClientBehaviour::synchronous(retry, Duration::from_secs(2)),
+        hard_stop,
+        page: sut::config::PageConfig {
+            words: 1,
+            rounds: 1,
+        },
+        seed: 1,
+    }
+}
+
 fn rate(x: f64) -> String {
     let n = x.round() as u64;
     let s = n.to_string();
