@@ -91,32 +91,60 @@ fn split_image(image: &str) -> (String, String) {
     }
 }
 
+/// Why the containers environment cannot run, or cannot act on a zone's
+/// container.
+#[derive(Debug, thiserror::Error)]
+pub enum DockerError {
+    /// No engine to connect to, or its ping failed.
+    #[error("no Docker engine: {0}")]
+    NoEngine(testcontainers::bollard::errors::Error),
+    /// The engine did not answer its ping in time.
+    #[error("the Docker engine did not answer within 5 s")]
+    NoAnswer,
+    /// An image the variant needs was never built here (nothing is pulled).
+    #[error("the image {0} is not in the local Docker engine; build it with `bash ci/images.sh` (or set containers.sut_image / containers.redis_image to images you have)")]
+    MissingImage(String),
+    /// A zone outage could not pause the zone's container.
+    #[error("pausing {zone}: {error}")]
+    Pause {
+        zone: String,
+        error: testcontainers::core::error::TestcontainersError,
+    },
+    /// A zone restore could not unpause it.
+    #[error("unpausing {zone}: {error}")]
+    Unpause {
+        zone: String,
+        error: testcontainers::core::error::TestcontainersError,
+    },
+    /// The timeline names a zone the variant has no container for.
+    #[error("no container for zone {0:?}")]
+    NoZone(String),
+}
+
 /// Is the Docker engine reachable? (For tests that skip without it.)
-pub async fn docker_available() -> Result<(), String> {
+pub async fn docker_available() -> Result<(), DockerError> {
     let docker = testcontainers::bollard::Docker::connect_with_local_defaults()
-        .map_err(|e| format!("no Docker engine: {e}"))?;
+        .map_err(DockerError::NoEngine)?;
     tokio::time::timeout(Duration::from_secs(5), docker.ping())
         .await
-        .map_err(|_| "the Docker engine did not answer within 5 s".to_string())?
-        .map_err(|e| format!("no Docker engine: {e}"))?;
+        .map_err(|_| DockerError::NoAnswer)?
+        .map_err(DockerError::NoEngine)?;
     Ok(())
 }
 
 /// Checks that the images exist locally: nothing can be pulled here, and a
 /// pull attempt would fail with a far less helpful message.
-pub async fn check_images(images: &ContainerImages, need_redis: bool) -> Result<(), String> {
+pub async fn check_images(images: &ContainerImages, need_redis: bool) -> Result<(), DockerError> {
     docker_available().await?;
     let docker = testcontainers::bollard::Docker::connect_with_local_defaults()
-        .map_err(|e| format!("no Docker engine: {e}"))?;
+        .map_err(DockerError::NoEngine)?;
     let mut wanted = vec![&images.sut];
     if need_redis {
         wanted.push(&images.redis);
     }
     for image in wanted {
         if docker.inspect_image(image).await.is_err() {
-            return Err(format!(
-                "the image {image} is not in the local Docker engine; build it with `bash ci/images.sh` (or set containers.sut_image / containers.redis_image to images you have)"
-            ));
+            return Err(DockerError::MissingImage(image.clone()));
         }
     }
     Ok(())
@@ -128,32 +156,37 @@ pub struct ZoneContainers {
 }
 
 impl ZoneContainers {
-    pub async fn pause(&self, zone: &str) -> Result<String, String> {
+    /// A zone outage: the zone's container is paused (its processes
+    /// freeze, connections to it hang). Returns what the log says.
+    pub async fn pause(&self, zone: &str) -> Result<String, DockerError> {
         let c = self.get(zone)?;
-        c.pause()
-            .await
-            .map_err(|e| format!("pausing {zone}: {e}"))?;
+        c.pause().await.map_err(|error| DockerError::Pause {
+            zone: zone.to_string(),
+            error,
+        })?;
         Ok(format!(
             "container of zone {zone} paused ({})",
             short(c.id())
         ))
     }
 
-    pub async fn unpause(&self, zone: &str) -> Result<String, String> {
+    /// A zone restore: the zone's container runs again.
+    pub async fn unpause(&self, zone: &str) -> Result<String, DockerError> {
         let c = self.get(zone)?;
-        c.unpause()
-            .await
-            .map_err(|e| format!("unpausing {zone}: {e}"))?;
+        c.unpause().await.map_err(|error| DockerError::Unpause {
+            zone: zone.to_string(),
+            error,
+        })?;
         Ok(format!(
             "container of zone {zone} unpaused ({})",
             short(c.id())
         ))
     }
 
-    fn get(&self, zone: &str) -> Result<&Arc<ContainerAsync<GenericImage>>, String> {
+    fn get(&self, zone: &str) -> Result<&Arc<ContainerAsync<GenericImage>>, DockerError> {
         self.zones
             .get(zone)
-            .ok_or_else(|| format!("no container for zone {zone:?}"))
+            .ok_or_else(|| DockerError::NoZone(zone.to_string()))
     }
 }
 
@@ -206,9 +239,7 @@ pub async fn start(
     images: &ContainerImages,
 ) -> anyhow::Result<ContainerSet> {
     let needs_redis = matches!(&config.cache.backend, CacheBackend::Redis(r) if r.url.is_none());
-    check_images(images, needs_redis)
-        .await
-        .map_err(|e| anyhow::anyhow!(e))?;
+    check_images(images, needs_redis).await?;
     let mut startup = Startup::new(variant, config.clone(), images);
     let redis = if needs_redis {
         Some(startup.redis().await?)
