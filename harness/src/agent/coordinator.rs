@@ -153,33 +153,64 @@ pub fn shard_plans(
     ShardPlans { plans, planned }
 }
 
+/// Why an agent's hello is refused: it would not drive the run's plan.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HelloRefused {
+    /// Another harness version (plans and events must mean the same).
+    #[error("agent {shard} runs harness {agent}, the coordinator {coordinator}")]
+    Version {
+        shard: u32,
+        agent: String,
+        coordinator: &'static str,
+    },
+    /// Another experiment file, or the same in another form.
+    #[error("agent {shard} loaded a different experiment (hash {agent}, the coordinator's {coordinator}): the same file and form (--quick) on both sides")]
+    Experiment {
+        shard: u32,
+        agent: String,
+        coordinator: String,
+    },
+    /// Another seed (another schedule).
+    #[error("agent {shard} runs seed {agent}, the coordinator seed {coordinator}")]
+    Seed {
+        shard: u32,
+        agent: u64,
+        coordinator: u64,
+    },
+    /// A shard the run does not have.
+    #[error("agent says shard {shard} of {of}, the coordinator runs {agents} agents")]
+    Shard { shard: u32, of: u32, agents: u32 },
+}
+
 /// Checks an agent's hello against what the run expects.
-pub fn check_hello(e: &Expected, h: &Hello) -> Result<(), String> {
+pub fn check_hello(e: &Expected, h: &Hello) -> Result<(), HelloRefused> {
     if h.harness_version != protocol::harness_version() {
-        return Err(format!(
-            "agent {} runs harness {}, the coordinator {}",
-            h.shard,
-            h.harness_version,
-            protocol::harness_version()
-        ));
+        return Err(HelloRefused::Version {
+            shard: h.shard,
+            agent: h.harness_version.clone(),
+            coordinator: protocol::harness_version(),
+        });
     }
     if h.experiment_hash != e.experiment_hash {
-        return Err(format!(
-            "agent {} loaded a different experiment (hash {}, the coordinator's {}): the same file and form (--quick) on both sides",
-            h.shard, h.experiment_hash, e.experiment_hash
-        ));
+        return Err(HelloRefused::Experiment {
+            shard: h.shard,
+            agent: h.experiment_hash.clone(),
+            coordinator: e.experiment_hash.clone(),
+        });
     }
     if h.seed != e.seed {
-        return Err(format!(
-            "agent {} runs seed {}, the coordinator seed {}",
-            h.shard, h.seed, e.seed
-        ));
+        return Err(HelloRefused::Seed {
+            shard: h.shard,
+            agent: h.seed,
+            coordinator: e.seed,
+        });
     }
     if h.of != e.of || h.shard >= e.of {
-        return Err(format!(
-            "agent says shard {} of {}, the coordinator runs {} agents",
-            h.shard, h.of, e.of
-        ));
+        return Err(HelloRefused::Shard {
+            shard: h.shard,
+            of: h.of,
+            agents: e.of,
+        });
     }
     Ok(())
 }
@@ -191,7 +222,8 @@ async fn hello(
     let conflict = |m: String| (axum::http::StatusCode::CONFLICT, m);
     {
         let mut st = shared.0.lock().expect("coordinator lock");
-        if let Err(m) = check_hello(&st.expected, &h) {
+        if let Err(refused) = check_hello(&st.expected, &h) {
+            let m = refused.to_string();
             st.refused.push(m.clone());
             shared.1.notify_waiters();
             return Err(conflict(m));
