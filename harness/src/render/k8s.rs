@@ -46,6 +46,7 @@ pub struct Manifest {
     pub documents: Vec<serde_json::Value>,
 }
 
+/// Why the experiment cannot be rendered, or its files not written.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
     #[error("{what} {name:?} is not a valid Kubernetes name (lowercase letters, digits and '-', starting and ending with a letter or digit, at most {max} characters{extra})")]
@@ -61,6 +62,27 @@ pub enum RenderError {
     Environment(String),
     #[error("serializing a manifest: {0}")]
     Serialize(#[from] serde_json::Error),
+    /// The experiment file itself is invalid.
+    #[error(transparent)]
+    Experiment(#[from] crate::experiment::ExperimentError),
+    /// A manifest's documents could not be written as YAML.
+    #[error("{file}: {error}")]
+    Yaml {
+        file: String,
+        error: serde_saphyr::SerializeError,
+    },
+    /// The output folder could not be created.
+    #[error("creating {}: {error}", path.display())]
+    CreateDir {
+        path: std::path::PathBuf,
+        error: std::io::Error,
+    },
+    /// A file could not be written.
+    #[error("writing {}: {error}", path.display())]
+    Write {
+        path: std::path::PathBuf,
+        error: std::io::Error,
+    },
 }
 
 /// A DNS-1123 label (names of namespaces, services, and the variant/zone
@@ -603,11 +625,16 @@ impl Jobs<'_> {
 }
 
 /// A manifest as YAML: its documents separated by `---`.
-pub fn to_yaml(m: &Manifest) -> Result<String, String> {
+pub fn to_yaml(m: &Manifest) -> Result<String, RenderError> {
     let mut s = String::new();
     for d in &m.documents {
         s.push_str("---\n");
-        s.push_str(&serde_saphyr::to_string(d).map_err(|e| format!("{}: {e}", m.file))?);
+        s.push_str(
+            &serde_saphyr::to_string(d).map_err(|error| RenderError::Yaml {
+                file: m.file.clone(),
+                error,
+            })?,
+        );
         if !s.ends_with('\n') {
             s.push('\n');
         }
