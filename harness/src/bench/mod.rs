@@ -474,39 +474,46 @@ fn in_kernel(share: f64) -> String {
     format!("{:.0} % in the kernel", share * 100.0)
 }
 
+/// One harness run and the wrk run after it, on one line.
+fn print_pair(i: usize, p: &ceiling::Pair) {
+    let wrk = match &p.wrk {
+        Ok(w) => {
+            let cpu = w
+                .cpu_s
+                .map(|s| {
+                    format!(
+                        ", {:.1} us CPU per request ({})",
+                        s * 1e6 / (w.requests_per_sec * w.seconds).max(1.0),
+                        in_kernel(w.system_s.unwrap_or(0.0) / s.max(1e-9))
+                    )
+                })
+                .unwrap_or_default();
+            format!(
+                "wrk {:>9} req/s{cpu}; ratio {:.2}",
+                rate(w.requests_per_sec),
+                p.ratio().unwrap_or(f64::NAN)
+            )
+        }
+        Err(_) => "wrk n/a".to_string(),
+    };
+    println!(
+        "   pair {}: harness {:>9} req/s, {:.1} us CPU per attempt ({}; {} connections opened, {} arrivals waited for the cap, endpoint answered {}); {wrk}",
+        i + 1,
+        rate(p.harness_rps),
+        p.cpu_per_attempt_us,
+        in_kernel(p.kernel_share),
+        p.connections,
+        rate(p.late as f64),
+        rate(p.endpoint_requests as f64),
+    );
+}
+
+/// Step 1's lines: every pair, the medians against their targets, the
+/// reqwest diagnostic and the ratio to wrk; the step's verdict.
 fn print_ceiling(c: &ceiling::Ceiling) -> Verdict {
     let mut verdicts = Vec::new();
     for (i, p) in c.pairs.iter().enumerate() {
-        let wrk = match &p.wrk {
-            Ok(w) => {
-                let cpu = w
-                    .cpu_s
-                    .map(|s| {
-                        format!(
-                            ", {:.1} us CPU per request ({})",
-                            s * 1e6 / (w.requests_per_sec * w.seconds).max(1.0),
-                            in_kernel(w.system_s.unwrap_or(0.0) / s.max(1e-9))
-                        )
-                    })
-                    .unwrap_or_default();
-                format!(
-                    "wrk {:>9} req/s{cpu}; ratio {:.2}",
-                    rate(w.requests_per_sec),
-                    p.ratio().unwrap_or(f64::NAN)
-                )
-            }
-            Err(_) => "wrk n/a".to_string(),
-        };
-        println!(
-            "   pair {}: harness {:>9} req/s, {:.1} us CPU per attempt ({}; {} connections opened, {} arrivals waited for the cap, endpoint answered {}); {wrk}",
-            i + 1,
-            rate(p.harness_rps),
-            p.cpu_per_attempt_us,
-            in_kernel(p.kernel_share),
-            p.connections,
-            rate(p.late as f64),
-            rate(p.endpoint_requests as f64),
-        );
+        print_pair(i, p);
     }
     println!(
         "   harness  {:>9} req/s  (median of {} runs, each offered {}/s with max_in_flight {})",
