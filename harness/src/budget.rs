@@ -27,6 +27,16 @@ pub fn words(d: Duration) -> String {
     humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
 }
 
+/// A plan whose estimate exceeds its budget (and no `--force`); `smaller`
+/// says how to shrink this kind of plan.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the estimate of {} exceeds the budget of {}; {smaller}, a larger --budget, or --force", words(*estimate), words(*budget))]
+pub struct OverBudget {
+    pub estimate: Duration,
+    pub budget: Duration,
+    pub smaller: String,
+}
+
 /// Whether a plan estimated at `estimate` may run; `Err` says why not.
 /// `smaller` says how to shrink this kind of plan (e.g. "use fewer --seeds").
 pub fn check(
@@ -34,15 +44,15 @@ pub fn check(
     budget: Duration,
     force: bool,
     smaller: &str,
-) -> Result<(), String> {
+) -> Result<(), OverBudget> {
     if estimate <= budget || force {
         return Ok(());
     }
-    Err(format!(
-        "the estimate of {} exceeds the budget of {}; {smaller}, a larger --budget, or --force",
-        words(estimate),
-        words(budget)
-    ))
+    Err(OverBudget {
+        estimate,
+        budget,
+        smaller: smaller.to_string(),
+    })
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ use testcontainers::{ContainerAsync, GenericImage, ImageExt};
 pub const DEFAULT_SUT_IMAGE: &str = "overload-harness/sut:local";
 pub const DEFAULT_REDIS_IMAGE: &str = "overload-harness/redis:local";
 /// The port every sut process listens on inside its container.
-const SUT_PORT: u16 = 8080;
+pub(crate) const SUT_PORT: u16 = 8080;
 pub(crate) const REDIS_PORT: u16 = 6379;
 
 /// The arguments the project's Redis container runs with, here and in the
@@ -43,6 +43,22 @@ pub(crate) fn redis_server_args(r: &sut::config::RedisCacheConfig) -> Vec<String
     args.extend(sut::cache_server_args(REDIS_PORT, r.maxmemory_mb, r.policy));
     args
 }
+
+/// A sut process's command line in the split, in a container here and in a
+/// pod of the rendered manifests: its configuration file, its role (`pool`
+/// with its `zone`, or `gateway`, whose `--pool` arguments the caller adds),
+/// listening on every interface of its own network namespace, and taking
+/// admin commands from its peers (the gateway forwards zone commands).
+pub(crate) fn sut_args(config: &str, role: &str, zone: Option<&str>) -> Vec<String> {
+    let listen = format!("0.0.0.0:{SUT_PORT}");
+    let mut args = vec!["--config", config, "--role", role];
+    if let Some(zone) = zone {
+        args.extend(["--zone", zone]);
+    }
+    args.extend(["--listen", &listen, "--admin-from-any-peer"]);
+    args.into_iter().map(String::from).collect()
+}
+
 const STARTUP: Duration = Duration::from_secs(60);
 
 /// Which images to run.
@@ -75,32 +91,60 @@ fn split_image(image: &str) -> (String, String) {
     }
 }
 
+/// Why the containers environment cannot run, or cannot act on a zone's
+/// container.
+#[derive(Debug, thiserror::Error)]
+pub enum DockerError {
+    /// No engine to connect to, or its ping failed.
+    #[error("no Docker engine: {0}")]
+    NoEngine(testcontainers::bollard::errors::Error),
+    /// The engine did not answer its ping in time.
+    #[error("the Docker engine did not answer within 5 s")]
+    NoAnswer,
+    /// An image the variant needs was never built here (nothing is pulled).
+    #[error("the image {0} is not in the local Docker engine; build it with `bash ci/images.sh` (or set containers.sut_image / containers.redis_image to images you have)")]
+    MissingImage(String),
+    /// A zone outage could not pause the zone's container.
+    #[error("pausing {zone}: {error}")]
+    Pause {
+        zone: String,
+        error: testcontainers::core::error::TestcontainersError,
+    },
+    /// A zone restore could not unpause it.
+    #[error("unpausing {zone}: {error}")]
+    Unpause {
+        zone: String,
+        error: testcontainers::core::error::TestcontainersError,
+    },
+    /// The timeline names a zone the variant has no container for.
+    #[error("no container for zone {0:?}")]
+    NoZone(String),
+}
+
 /// Is the Docker engine reachable? (For tests that skip without it.)
-pub async fn docker_available() -> Result<(), String> {
+pub async fn docker_available() -> Result<(), DockerError> {
     let docker = testcontainers::bollard::Docker::connect_with_local_defaults()
-        .map_err(|e| format!("no Docker engine: {e}"))?;
+        .map_err(DockerError::NoEngine)?;
     tokio::time::timeout(Duration::from_secs(5), docker.ping())
         .await
-        .map_err(|_| "the Docker engine did not answer within 5 s".to_string())?
-        .map_err(|e| format!("no Docker engine: {e}"))?;
+        .map_err(|_| DockerError::NoAnswer)?
+        .map_err(DockerError::NoEngine)?;
     Ok(())
 }
 
 /// Checks that the images exist locally: nothing can be pulled here, and a
 /// pull attempt would fail with a far less helpful message.
-pub async fn check_images(images: &ContainerImages, need_redis: bool) -> Result<(), String> {
+pub async fn check_images(images: &ContainerImages, need_redis: bool) -> Result<(), DockerError> {
     docker_available().await?;
     let docker = testcontainers::bollard::Docker::connect_with_local_defaults()
-        .map_err(|e| format!("no Docker engine: {e}"))?;
+        .map_err(DockerError::NoEngine)?;
     let mut wanted = vec![&images.sut];
     if need_redis {
         wanted.push(&images.redis);
     }
     for image in wanted {
         if docker.inspect_image(image).await.is_err() {
-            return Err(format!(
-                "the image {image} is not in the local Docker engine; build it with `bash ci/images.sh` (or set containers.sut_image / containers.redis_image to images you have)"
-            ));
+            return Err(DockerError::MissingImage(image.clone()));
         }
     }
     Ok(())
@@ -108,36 +152,41 @@ pub async fn check_images(images: &ContainerImages, need_redis: bool) -> Result<
 
 /// The zones' pool containers, for pausing and unpausing them.
 pub struct ZoneContainers {
-    zones: BTreeMap<String, Arc<ContainerAsync<GenericImage>>>,
+    zones: ZoneMap,
 }
 
 impl ZoneContainers {
-    pub async fn pause(&self, zone: &str) -> Result<String, String> {
+    /// A zone outage: the zone's container is paused (its processes
+    /// freeze, connections to it hang). Returns what the log says.
+    pub async fn pause(&self, zone: &str) -> Result<String, DockerError> {
         let c = self.get(zone)?;
-        c.pause()
-            .await
-            .map_err(|e| format!("pausing {zone}: {e}"))?;
+        c.pause().await.map_err(|error| DockerError::Pause {
+            zone: zone.to_string(),
+            error,
+        })?;
         Ok(format!(
             "container of zone {zone} paused ({})",
             short(c.id())
         ))
     }
 
-    pub async fn unpause(&self, zone: &str) -> Result<String, String> {
+    /// A zone restore: the zone's container runs again.
+    pub async fn unpause(&self, zone: &str) -> Result<String, DockerError> {
         let c = self.get(zone)?;
-        c.unpause()
-            .await
-            .map_err(|e| format!("unpausing {zone}: {e}"))?;
+        c.unpause().await.map_err(|error| DockerError::Unpause {
+            zone: zone.to_string(),
+            error,
+        })?;
         Ok(format!(
             "container of zone {zone} unpaused ({})",
             short(c.id())
         ))
     }
 
-    fn get(&self, zone: &str) -> Result<&Arc<ContainerAsync<GenericImage>>, String> {
+    fn get(&self, zone: &str) -> Result<&Arc<ContainerAsync<GenericImage>>, DockerError> {
         self.zones
             .get(zone)
-            .ok_or_else(|| format!("no container for zone {zone:?}"))
+            .ok_or_else(|| DockerError::NoZone(zone.to_string()))
     }
 }
 
@@ -189,135 +238,167 @@ pub async fn start(
     config: &SystemConfig,
     images: &ContainerImages,
 ) -> anyhow::Result<ContainerSet> {
-    let mut config = config.clone();
     let needs_redis = matches!(&config.cache.backend, CacheBackend::Redis(r) if r.url.is_none());
-    check_images(images, needs_redis)
-        .await
-        .map_err(|e| anyhow::anyhow!(e))?;
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis())
-        .unwrap_or_default();
-    // Two variants of one process can start within the same millisecond
-    // (parallel tests do): the sequence number keeps their names apart.
-    static STARTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let nth = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let network = format!("overload-{variant}-{}-{stamp}-{nth}", std::process::id());
-
+    check_images(images, needs_redis).await?;
+    let mut startup = Startup::new(variant, config.clone(), images);
     let redis = if needs_redis {
-        let CacheBackend::Redis(r) = &mut config.cache.backend else {
-            unreachable!("checked above")
-        };
-        let name = format!("{network}-redis");
-        let (image, tag) = split_image(&images.redis);
-        let container = GenericImage::new(image, tag)
-            .with_wait_for(WaitFor::message_on_stdout("Ready to accept connections"))
-            .with_network(&network)
-            .with_container_name(&name)
-            .with_cmd(redis_server_args(r))
-            .with_startup_timeout(STARTUP)
-            .start()
-            .await
-            .with_context(|| format!("starting the Redis container ({})", images.redis))?;
-        r.url = Some(format!("redis://{name}:{REDIS_PORT}"));
-        Some(container)
+        Some(startup.redis().await?)
     } else {
         None
     };
-
-    let config_json =
-        serde_json::to_vec_pretty(&config).context("serializing the system configuration")?;
-    let (sut_image, sut_tag) = split_image(&images.sut);
-    let sut = || {
-        GenericImage::new(sut_image.clone(), sut_tag.clone())
-            .with_wait_for(WaitFor::message_on_stderr("sut: listening on"))
-            .with_exposed_port(SUT_PORT.tcp())
-    };
-    let listen = format!("0.0.0.0:{SUT_PORT}");
-
-    let mut zones = BTreeMap::new();
-    let mut pool_args = Vec::new();
-    for zone in &config.zones {
-        let name = format!("{network}-pool-{zone}");
-        let container = sut()
-            .with_network(&network)
-            .with_container_name(&name)
-            .with_copy_to("/etc/sut.json", config_json.clone())
-            .with_env_var("XDG_RUNTIME_DIR", "/tmp")
-            .with_cmd([
-                "--config",
-                "/etc/sut.json",
-                "--role",
-                "pool",
-                "--zone",
-                zone,
-                "--listen",
-                &listen,
-                "--admin-from-any-peer",
-            ])
-            .with_startup_timeout(STARTUP)
-            .start()
-            .await
-            .with_context(|| {
-                format!(
-                    "starting the pool container of zone {zone} ({})",
-                    images.sut
-                )
-            })?;
-        zones.insert(zone.clone(), Arc::new(container));
-        pool_args.push("--pool".to_string());
-        pool_args.push(format!("{zone}=http://{name}:{SUT_PORT}"));
-    }
-
-    let mut args: Vec<String> = [
-        "--config",
-        "/etc/sut.json",
-        "--role",
-        "gateway",
-        "--listen",
-        &listen,
-        "--admin-from-any-peer",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend(pool_args);
-    let gateway = sut()
-        .with_network(&network)
-        .with_container_name(format!("{network}-gateway"))
-        .with_copy_to("/etc/sut.json", config_json)
-        .with_cmd(args)
-        // Published on loopback only: nothing outside this machine reaches it.
-        .with_host_config_modifier(|hc: &mut HostConfig| {
-            let mut bindings = std::collections::HashMap::new();
-            bindings.insert(
-                format!("{SUT_PORT}/tcp"),
-                Some(vec![PortBinding {
-                    host_ip: Some("127.0.0.1".into()),
-                    host_port: Some(String::new()),
-                }]),
-            );
-            hc.port_bindings = Some(bindings);
-            hc.publish_all_ports = Some(false);
-        })
-        .with_startup_timeout(STARTUP)
-        .start()
-        .await
-        .with_context(|| format!("starting the gateway container ({})", images.sut))?;
-    let port = gateway
-        .get_host_port_ipv4(SUT_PORT)
-        .await
-        .context("the gateway container's published port")?;
-    if port == 0 {
-        bail!("the gateway container published no port");
-    }
+    // Serialized after Redis started: the pools are told its URL.
+    let config_json = serde_json::to_vec_pretty(&startup.config)
+        .context("serializing the system configuration")?;
+    let (zones, pool_args) = startup.pools(&config_json).await?;
+    let (gateway, port) = startup.gateway(config_json, pool_args).await?;
     Ok(ContainerSet {
         base_url: format!("http://127.0.0.1:{port}"),
         zones: Arc::new(ZoneContainers { zones }),
         gateway: Some(gateway),
         redis,
-        network,
+        network: startup.network,
     })
+}
+
+/// One variant's containers while they start, in order: Redis, the pools,
+/// the gateway. Holds what each phase hands the next: the network they all
+/// join (and name themselves after) and the configuration the sut
+/// processes read, which learns the Redis URL once Redis runs.
+struct Startup<'a> {
+    images: &'a ContainerImages,
+    config: SystemConfig,
+    network: String,
+}
+
+impl<'a> Startup<'a> {
+    /// Names the variant's network: unique per process, start time and
+    /// start, so parallel variants and leftovers of earlier runs never meet.
+    fn new(variant: &str, config: SystemConfig, images: &'a ContainerImages) -> Startup<'a> {
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or_default();
+        // Two variants of one process can start within the same millisecond
+        // (parallel tests do): the sequence number keeps their names apart.
+        static STARTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let nth = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let network = format!("overload-{variant}-{}-{stamp}-{nth}", std::process::id());
+        Startup {
+            images,
+            config,
+            network,
+        }
+    }
+
+    /// Starts the variant's Redis and points the cache configuration at it
+    /// (by container name, on the variant's network).
+    async fn redis(&mut self) -> anyhow::Result<ContainerAsync<GenericImage>> {
+        let CacheBackend::Redis(r) = &mut self.config.cache.backend else {
+            unreachable!("checked above")
+        };
+        let name = format!("{}-redis", self.network);
+        let (image, tag) = split_image(&self.images.redis);
+        let container = GenericImage::new(image, tag)
+            .with_wait_for(WaitFor::message_on_stdout("Ready to accept connections"))
+            .with_network(&self.network)
+            .with_container_name(&name)
+            .with_cmd(redis_server_args(r))
+            .with_startup_timeout(STARTUP)
+            .start()
+            .await
+            .with_context(|| format!("starting the Redis container ({})", self.images.redis))?;
+        r.url = Some(format!("redis://{name}:{REDIS_PORT}"));
+        Ok(container)
+    }
+
+    /// A sut container of the variant, not yet started: waits for the
+    /// process's "listening" line and exposes its port.
+    fn sut(&self) -> GenericImage {
+        let (sut_image, sut_tag) = split_image(&self.images.sut);
+        GenericImage::new(sut_image, sut_tag)
+            .with_wait_for(WaitFor::message_on_stderr("sut: listening on"))
+            .with_exposed_port(SUT_PORT.tcp())
+    }
+
+    /// Starts one pool container per zone; returns them by zone, and the
+    /// gateway's `--pool zone=url` arguments that reach them.
+    async fn pools(&self, config_json: &[u8]) -> anyhow::Result<(ZoneMap, Vec<String>)> {
+        let network = &self.network;
+        let mut zones = BTreeMap::new();
+        let mut pool_args = Vec::new();
+        for zone in &self.config.zones {
+            let name = format!("{network}-pool-{zone}");
+            let container = self
+                .sut()
+                .with_network(network)
+                .with_container_name(&name)
+                .with_copy_to("/etc/sut.json", config_json.to_vec())
+                .with_env_var("XDG_RUNTIME_DIR", "/tmp")
+                .with_cmd(sut_args("/etc/sut.json", "pool", Some(zone)))
+                .with_startup_timeout(STARTUP)
+                .start()
+                .await
+                .with_context(|| {
+                    format!(
+                        "starting the pool container of zone {zone} ({})",
+                        self.images.sut
+                    )
+                })?;
+            zones.insert(zone.clone(), Arc::new(container));
+            pool_args.push("--pool".to_string());
+            pool_args.push(format!("{zone}=http://{name}:{SUT_PORT}"));
+        }
+        Ok((zones, pool_args))
+    }
+
+    /// Starts the gateway in front of the pools, its port published on
+    /// loopback; returns it and that host port.
+    async fn gateway(
+        &self,
+        config_json: Vec<u8>,
+        pool_args: Vec<String>,
+    ) -> anyhow::Result<(ContainerAsync<GenericImage>, u16)> {
+        let mut args = sut_args("/etc/sut.json", "gateway", None);
+        args.extend(pool_args);
+        let gateway = self
+            .sut()
+            .with_network(&self.network)
+            .with_container_name(format!("{}-gateway", self.network))
+            .with_copy_to("/etc/sut.json", config_json)
+            .with_cmd(args)
+            // Published on loopback only: nothing outside this machine reaches it.
+            .with_host_config_modifier(publish_on_loopback)
+            .with_startup_timeout(STARTUP)
+            .start()
+            .await
+            .with_context(|| format!("starting the gateway container ({})", self.images.sut))?;
+        let port = gateway
+            .get_host_port_ipv4(SUT_PORT)
+            .await
+            .context("the gateway container's published port")?;
+        if port == 0 {
+            bail!("the gateway container published no port");
+        }
+        Ok((gateway, port))
+    }
+}
+
+/// The zones' pool containers by zone name.
+type ZoneMap = BTreeMap<String, Arc<ContainerAsync<GenericImage>>>;
+
+/// Binds the sut port to an ephemeral port of 127.0.0.1 alone (not every
+/// interface, and no other exposed port).
+fn publish_on_loopback(hc: &mut HostConfig) {
+    let mut bindings = std::collections::HashMap::new();
+    bindings.insert(
+        format!("{SUT_PORT}/tcp"),
+        Some(vec![PortBinding {
+            host_ip: Some("127.0.0.1".into()),
+            host_port: Some(String::new()),
+        }]),
+    );
+    hc.port_bindings = Some(bindings);
+    hc.publish_all_ports = Some(false);
 }
 
 /// The variant network's gateway address: where containers reach this host

@@ -19,7 +19,7 @@ pub struct CostMeter {
     threads: Result<Snapshot, String>,
     in_process: bool,
     /// `(label, id, CPU seconds so far or why not)`.
-    containers: Vec<(String, String, Result<f64, String>)>,
+    containers: Vec<(String, String, Result<f64, cpu::NoCpuAccount>)>,
     external: bool,
     redis_child: bool,
 }

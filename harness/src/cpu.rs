@@ -194,8 +194,14 @@ pub fn harness_only_group(thread: &str) -> (&'static str, CostRole) {
     }
 }
 
+/// No cgroup v1 or v2 CPU account of the container (by its short id) could
+/// be read: its CPU is reported as not measured.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no readable cgroup CPU account for container {0}")]
+pub struct NoCpuAccount(String);
+
 /// Cumulative CPU seconds of a Docker container from its cgroup, or why not.
-pub fn container_cpu_s(id: &str) -> Result<f64, String> {
+pub fn container_cpu_s(id: &str) -> Result<f64, NoCpuAccount> {
     let v1 = [
         format!("/sys/fs/cgroup/cpuacct/docker/{id}/cpuacct.usage"),
         format!("/sys/fs/cgroup/cpuacct/system.slice/docker-{id}.scope/cpuacct.usage"),
@@ -223,10 +229,7 @@ pub fn container_cpu_s(id: &str) -> Result<f64, String> {
             }
         }
     }
-    Err(format!(
-        "no readable cgroup CPU account for container {}",
-        &id[..id.len().min(12)]
-    ))
+    Err(NoCpuAccount(id[..id.len().min(12)].to_string()))
 }
 
 #[cfg(test)]

@@ -40,6 +40,20 @@ impl Drop for Target {
 }
 
 impl Target {
+    /// A system this process did not start in itself (external, deployed,
+    /// or containers, which the caller then adds).
+    fn elsewhere(base_url: String, admin_token: Option<String>) -> Target {
+        Target {
+            base_url,
+            admin_token,
+            shutdown: None,
+            server: None,
+            redis: None,
+            containers: None,
+            runtime: None,
+        }
+    }
+
     /// The zones' containers, for real zone outages (containers environment).
     /// `(label, full id)` of the variant's containers (none outside the
     /// containers environment), for the harness-cost panel.
@@ -155,76 +169,20 @@ pub async fn start(
     executor: Option<Arc<dyn PageExecutor>>,
 ) -> anyhow::Result<Target> {
     match (&exp.environment, executor) {
-        (Environment::Embedded, Some(executor)) => {
-            let mut config = v.system.clone();
-            // A Redis cache without a URL: start our own redis-server for this variant.
-            let redis = match &mut config.cache.backend {
-                sut::config::CacheBackend::Redis(r) if r.url.is_none() => {
-                    let server = sut::RedisServer::start(r.maxmemory_mb, r.policy)
-                        .map_err(|e| anyhow::anyhow!("variant {}: {e}", v.name))?;
-                    r.url = Some(server.url());
-                    Some(server)
-                }
-                _ => None,
-            };
-            // Its own runtime, with named threads, so the harness-cost panel
-            // can tell its CPU from the harness's (cpu.rs).
-            let runtime = crate::cpu::named_runtime(crate::cpu::SUT_THREADS)
-                .context("starting the system under test's runtime")?;
-            let name = v.name.clone();
-            let (addr, tx, server) = runtime
-                .spawn(async move {
-                    let system = System::start_with_executor(config, executor)
-                        .await
-                        .with_context(|| format!("starting the system under test for {name}"))?;
-                    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                        .await
-                        .context("binding a loopback port")?;
-                    let addr = listener.local_addr()?;
-                    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-                    let server = tokio::spawn(sut::server::run(listener, system, async {
-                        let _ = rx.await;
-                    }));
-                    anyhow::Ok((addr, tx, server))
-                })
-                .await
-                .context("the system under test's start task")??;
-            Ok(Target {
-                base_url: format!("http://{addr}"),
-                admin_token: Some(v.system.admin_token.clone()),
-                shutdown: Some(tx),
-                server: Some(server),
-                redis,
-                containers: None,
-                runtime: Some(runtime),
-            })
-        }
+        (Environment::Embedded, Some(executor)) => start_embedded(v, executor).await,
         (Environment::Containers { images }, _) => {
             let set = crate::containers::start(&v.name, &v.system, images)
                 .await
                 .with_context(|| format!("starting the containers of {}", v.name))?;
             report_pool_executors(&set.base_url).await;
-            Ok(Target {
-                base_url: set.base_url.clone(),
-                admin_token: Some(v.system.admin_token.clone()),
-                shutdown: None,
-                server: None,
-                redis: None,
-                containers: Some(set),
-                runtime: None,
-            })
+            let mut target =
+                Target::elsewhere(set.base_url.clone(), Some(v.system.admin_token.clone()));
+            target.containers = Some(set);
+            Ok(target)
         }
         (Environment::External { url, admin_token }, _) => {
             check_external_page_function(url, admin_token.as_deref(), &v.system.page).await?;
-            Ok(Target {
-                base_url: url.clone(),
-                admin_token: admin_token.clone(),
-                shutdown: None,
-                server: None,
-                redis: None,
-                containers: None,
-                runtime: None,
-            })
+            Ok(Target::elsewhere(url.clone(), admin_token.clone()))
         }
         (Environment::Embedded, None) => {
             anyhow::bail!("embedded environment without a page executor")
@@ -232,20 +190,78 @@ pub async fn start(
     }
 }
 
+/// The variant's whole system in this process, on its own runtime (with
+/// its own redis-server when its Redis cache has no URL), serving HTTP on a
+/// fresh loopback port.
+async fn start_embedded(v: &Variant, executor: Arc<dyn PageExecutor>) -> anyhow::Result<Target> {
+    let mut config = v.system.clone();
+    // A Redis cache without a URL: start our own redis-server for this variant.
+    let redis = match &mut config.cache.backend {
+        sut::config::CacheBackend::Redis(r) if r.url.is_none() => {
+            let server = sut::RedisServer::start(r.maxmemory_mb, r.policy)
+                .map_err(|e| anyhow::anyhow!("variant {}: {e}", v.name))?;
+            r.url = Some(server.url());
+            Some(server)
+        }
+        _ => None,
+    };
+    // Its own runtime, with named threads, so the harness-cost panel
+    // can tell its CPU from the harness's (cpu.rs).
+    let runtime = crate::cpu::named_runtime(crate::cpu::SUT_THREADS)
+        .context("starting the system under test's runtime")?;
+    let (addr, tx, server) = runtime
+        .spawn(serve(config, executor, v.name.clone()))
+        .await
+        .context("the system under test's start task")??;
+    Ok(Target {
+        base_url: format!("http://{addr}"),
+        admin_token: Some(v.system.admin_token.clone()),
+        shutdown: Some(tx),
+        server: Some(server),
+        redis,
+        containers: None,
+        runtime: Some(runtime),
+    })
+}
+
+/// What serving an embedded system hands back: its address, the sender that
+/// shuts it down, and the server task.
+type Serving = (
+    std::net::SocketAddr,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<std::io::Result<()>>,
+);
+
+/// Starts the system of variant `name` and serves it on a fresh loopback
+/// port until told to shut down (run on the system's own runtime).
+async fn serve(
+    config: sut::SystemConfig,
+    executor: Arc<dyn PageExecutor>,
+    name: String,
+) -> anyhow::Result<Serving> {
+    let system = System::start_with_executor(config, executor)
+        .await
+        .with_context(|| format!("starting the system under test for {name}"))?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("binding a loopback port")?;
+    let addr = listener.local_addr()?;
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(sut::server::run(listener, system, async {
+        let _ = rx.await;
+    }));
+    Ok((addr, tx, server))
+}
+
 /// A variant's system someone else started from this file (`--deployed`,
 /// e.g. the Deployments of `harness render k8s`): driven with the variant's
 /// admin token, its page function checked like an external target's.
 pub async fn deployed(url: &str, system: &sut::SystemConfig) -> anyhow::Result<Target> {
     check_external_page_function(url, Some(&system.admin_token), &system.page).await?;
-    Ok(Target {
-        base_url: url.trim_end_matches('/').to_string(),
-        admin_token: Some(system.admin_token.clone()),
-        shutdown: None,
-        server: None,
-        redis: None,
-        containers: None,
-        runtime: None,
-    })
+    Ok(Target::elsewhere(
+        url.trim_end_matches('/').to_string(),
+        Some(system.admin_token.clone()),
+    ))
 }
 
 /// Says which executor the pool containers run, loudly when it is the CPU

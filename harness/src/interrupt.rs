@@ -74,12 +74,17 @@ pub fn cli_runtime() -> Result<(tokio::runtime::Runtime, Arc<StopSignal>), crate
 
 /// The runtime of a harness command, with the Ctrl-C handler installed first
 /// (so goose's own handler leaves ours in place). Errors say what failed.
-pub fn runtime_with_ctrl_c() -> Result<(tokio::runtime::Runtime, Arc<StopSignal>), String> {
+pub fn runtime_with_ctrl_c() -> Result<(tokio::runtime::Runtime, Arc<StopSignal>), RuntimeError> {
     let stop = Arc::new(StopSignal::default());
     install_ctrl_c(stop.clone());
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map(|rt| (rt, stop))
-        .map_err(|e| format!("starting the async runtime: {e}"))
+        .map_err(RuntimeError)
 }
+
+/// The command's async runtime could not start (threads, the I/O driver).
+#[derive(Debug, thiserror::Error)]
+#[error("starting the async runtime: {0}")]
+pub struct RuntimeError(std::io::Error);

@@ -280,77 +280,17 @@ pub async fn watch(
             last_seen: None,
         })
         .collect();
-    let mut client_side_only: Option<String> = None;
+    let mut watcher = Watcher {
+        start,
+        recorder,
+        admin,
+        client_side_only: None,
+    };
     tokio::pin!(done);
     loop {
         let now = start.elapsed();
         for o in open.iter_mut().filter(|o| o.ended.is_none()) {
-            let Some(undone) = o.w.undone.filter(|u| *u <= now) else {
-                continue;
-            };
-            if o.w.documents.is_empty() {
-                o.ended = Some((
-                    undone.as_secs_f64(),
-                    format!(
-                        "none beyond the fault itself (undone at {:.1} s)",
-                        undone.as_secs_f64()
-                    ),
-                ));
-                continue;
-            }
-            let Some((last_end, counts)) = recorder.watched_ended(&o.w.journeys()) else {
-                continue;
-            };
-            let n = o.w.documents.len();
-            let clients_only = |why: &str| {
-                Some((
-                    last_end.as_secs_f64(),
-                    format!(
-                        "{} ({}); measured on the clients' side only: {why}",
-                        documents(n),
-                        outcomes(counts)
-                    ),
-                ))
-            };
-            if let Some(why) = &client_side_only {
-                o.ended = clients_only(why);
-                continue;
-            }
-            match ask(admin.as_ref(), &o.w.refs()).await {
-                Asked::Done(now_w) => {
-                    let at = start.elapsed().as_secs_f64().max(last_end.as_secs_f64());
-                    let gpu = match o.when_clients_done.or(Some(now_w)) {
-                        Some(first) if first.first_time_pages > 0 => format!(
-                            "; when the last client was done the GPU had yet to compute {} of \
-                             their pages for the first time ({} job(s) open), the last by {at:.1} s",
-                            first.first_time_pages, first.jobs
-                        ),
-                        _ => "; their pages had all been computed when the last client was done".into(),
-                    };
-                    let rest = if now_w.jobs > 0 {
-                        format!(
-                            "; {} job(s) recomputing them were still open then ({} page(s) queued or computing)",
-                            now_w.jobs, now_w.pages
-                        )
-                    } else {
-                        String::new()
-                    };
-                    o.ended = Some((
-                        at,
-                        format!("{} ({}){gpu}{rest}", documents(n), outcomes(counts)),
-                    ));
-                }
-                Asked::Holding(w) => {
-                    o.when_clients_done.get_or_insert(w);
-                    o.last_seen = Some(w);
-                }
-                Asked::CannotTell(why) => {
-                    tracing::warn!("trigger residues are judged on the clients' side only: {why}");
-                    o.ended = clients_only(&why);
-                    client_side_only = Some(why);
-                }
-                Asked::Failed => {}
-            }
+            watcher.look(o, now).await;
         }
         if open.iter().all(|o| o.ended.is_some()) {
             break;
@@ -361,6 +301,102 @@ pub async fn watch(
         }
     }
     open.into_iter().map(span).collect()
+}
+
+/// What the watch looks with: the variant's clock, the clients' record
+/// and the target's admin API, and, once the target could not tell, why
+/// (every later residue is then judged on the clients' side alone).
+struct Watcher {
+    start: Instant,
+    recorder: Arc<Recorder>,
+    admin: Option<AdminApi>,
+    client_side_only: Option<String>,
+}
+
+impl Watcher {
+    /// One look at a trigger still open at `now`: its residue ends once the
+    /// fault was undone, the clients are done with its documents and the
+    /// target holds no first-time work for them (or cannot tell).
+    async fn look(&mut self, o: &mut Open, now: Duration) {
+        let Some(undone) = o.w.undone.filter(|u| *u <= now) else {
+            return;
+        };
+        if o.w.documents.is_empty() {
+            o.ended = Some((
+                undone.as_secs_f64(),
+                format!(
+                    "none beyond the fault itself (undone at {:.1} s)",
+                    undone.as_secs_f64()
+                ),
+            ));
+            return;
+        }
+        let Some((last_end, counts)) = self.recorder.watched_ended(&o.w.journeys()) else {
+            return;
+        };
+        let n = o.w.documents.len();
+        let clients_only = |why: &str| {
+            Some((
+                last_end.as_secs_f64(),
+                format!(
+                    "{} ({}); measured on the clients' side only: {why}",
+                    documents(n),
+                    outcomes(counts)
+                ),
+            ))
+        };
+        if let Some(why) = &self.client_side_only {
+            o.ended = clients_only(why);
+            return;
+        }
+        match ask(self.admin.as_ref(), &o.w.refs()).await {
+            Asked::Done(now_w) => {
+                let at = self
+                    .start
+                    .elapsed()
+                    .as_secs_f64()
+                    .max(last_end.as_secs_f64());
+                let words = server_side_residue(at, o.when_clients_done, now_w);
+                o.ended = Some((
+                    at,
+                    format!("{} ({}){words}", documents(n), outcomes(counts)),
+                ));
+            }
+            Asked::Holding(w) => {
+                o.when_clients_done.get_or_insert(w);
+                o.last_seen = Some(w);
+            }
+            Asked::CannotTell(why) => {
+                tracing::warn!("trigger residues are judged on the clients' side only: {why}");
+                o.ended = clients_only(&why);
+                self.client_side_only = Some(why);
+            }
+            Asked::Failed => {}
+        }
+    }
+}
+
+/// What the target said of a residue that ended at `at`: the first-time
+/// pages it still had when the clients were done (`first`, else the
+/// reading `now_w` that found none left), and the jobs still recomputing.
+fn server_side_residue(at: f64, first: Option<WorkInProgress>, now_w: WorkInProgress) -> String {
+    let gpu = match first.or(Some(now_w)) {
+        Some(first) if first.first_time_pages > 0 => format!(
+            "; when the last client was done the GPU had yet to compute {} of \
+             their pages for the first time ({} job(s) open), the last by {at:.1} s",
+            first.first_time_pages, first.jobs
+        ),
+        _ => "; their pages had all been computed when the last client was done".into(),
+    };
+    let rest = if now_w.jobs > 0 {
+        format!(
+            "; {} job(s) recomputing them were still open then ({} page(s) queued or computing)",
+            now_w.jobs, now_w.pages
+        )
+    } else {
+        String::new()
+    };
+    format!("{gpu}{rest}")
 }
 
 fn span(o: Open) -> TriggerSpan {

@@ -20,7 +20,7 @@ use crate::experiment::{self, Experiment};
 use crate::interrupt::{cli_runtime, StopSignal};
 use crate::run_id::RunFolder;
 use crate::runner::{self, RunOptions};
-use crate::tree::{parse_set, set_path, to_yaml, with_sets};
+use crate::tree::{parse_sets, set_path, to_yaml, with_sets, Source};
 use anyhow::Context;
 use run_report::threshold::{
     Outcome, Probe, ProbeCall, ProbeRun, ThresholdReport, VariantThreshold,
@@ -118,40 +118,21 @@ impl Search {
 /// Parses and validates the search: the file, the span, and the experiment
 /// at both ends and the middle (nothing runs before all of them passed).
 pub fn plan(a: &ThresholdArgs) -> anyhow::Result<Search> {
-    let file = a.experiment.display().to_string();
-    let text = std::fs::read_to_string(&a.experiment)
-        .with_context(|| format!("reading {}", a.experiment.display()))?;
     let quick = !a.full;
-    let base = experiment::parse(&text, &file, quick).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let tree: Value = serde_saphyr::from_str(&text).map_err(|e| anyhow::anyhow!("{file}: {e}"))?;
+    let src = Source::read(&a.experiment, quick)?;
     let (paths, span) = crate::axis::split_paths(
         &a.trigger,
         "PATH=LO..HI, e.g. quick.timeline.0.duration=0.5s..8s",
     )?;
     let (low, high, scale) = parse_span(span).context("--trigger")?;
-    if high.partial_cmp(&low) != Some(std::cmp::Ordering::Greater) {
-        anyhow::bail!("--trigger {:?}: HI must be above LO", a.trigger);
-    }
-    if !(a.resolution > 0.0 && a.resolution < 1.0) {
-        anyhow::bail!(
-            "--resolution {}: must be between 0 and 1 (a share of the range)",
-            a.resolution
-        );
-    }
-    if a.seeds == 0 || a.seeds > 25 {
-        anyhow::bail!("--seeds {}: between 1 and 25", a.seeds);
-    }
-    if quick && tree.pointer("/quick/timeline").is_some() {
+    check_search(a, low, high)?;
+    if quick && src.tree.pointer("/quick/timeline").is_some() {
         if let Some(p) = paths.iter().find(|p| p.starts_with("timeline.")) {
             anyhow::bail!("{p}: the search runs the quick form, which uses `quick.timeline`; use quick.timeline.… (or --full)");
         }
     }
-    let variants: Vec<String> = base
-        .variants
-        .iter()
-        .map(|v| v.name.clone())
-        .filter(|n| a.variant.as_ref().is_none_or(|w| w == n))
-        .collect();
+    let variants = src.variants(a.variant.as_deref());
+    let Source { file, base, tree } = src;
     if variants.is_empty() {
         anyhow::bail!(
             "no variant named {:?} in {}",
@@ -160,11 +141,7 @@ pub fn plan(a: &ThresholdArgs) -> anyhow::Result<Search> {
         );
     }
     let base_seed = a.plan.seed.unwrap_or(base.seed);
-    let sets = a
-        .set
-        .iter()
-        .map(|s| parse_set(s))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let sets = parse_sets(&a.set)?;
     let mut search = Search {
         name: base.name.clone(),
         file,
@@ -182,22 +159,48 @@ pub fn plan(a: &ThresholdArgs) -> anyhow::Result<Search> {
         variants,
         per_run: Duration::ZERO,
     };
-    let mut longest = Duration::ZERO;
-    for v in [low, (low + high) / 2.0, high] {
-        let e = search.experiment(search.scale.round(v), base_seed)?;
-        let drain = e
-            .variants
-            .iter()
-            .map(|v| {
-                let (timeout, attempts) = v.client.slowest();
-                crate::load::drain_time(timeout, attempts)
-            })
-            .max()
-            .unwrap_or_default();
-        longest = longest.max(e.duration + drain + Duration::from_secs(3));
-    }
-    search.per_run = longest;
+    search.per_run = search.longest_run(base_seed)?;
     Ok(search)
+}
+
+/// The search's own bounds: a range that goes up, a resolution that is a
+/// share of it, and a seed count a probe can afford.
+fn check_search(a: &ThresholdArgs, low: f64, high: f64) -> anyhow::Result<()> {
+    if high.partial_cmp(&low) != Some(std::cmp::Ordering::Greater) {
+        anyhow::bail!("--trigger {:?}: HI must be above LO", a.trigger);
+    }
+    if !(a.resolution > 0.0 && a.resolution < 1.0) {
+        anyhow::bail!(
+            "--resolution {}: must be between 0 and 1 (a share of the range)",
+            a.resolution
+        );
+    }
+    if a.seeds == 0 || a.seeds > 25 {
+        anyhow::bail!("--seeds {}: between 1 and 25", a.seeds);
+    }
+    Ok(())
+}
+
+impl Search {
+    /// One variant run at its longest (duration, drain, start-up) over the
+    /// experiment at both ends and the middle of the range, each validated.
+    fn longest_run(&self, seed: u64) -> anyhow::Result<Duration> {
+        let mut longest = Duration::ZERO;
+        for v in [self.low, (self.low + self.high) / 2.0, self.high] {
+            let e = self.experiment(self.scale.round(v), seed)?;
+            let drain = e
+                .variants
+                .iter()
+                .map(|v| {
+                    let (timeout, attempts) = v.client.slowest();
+                    crate::load::drain_time(timeout, attempts)
+                })
+                .max()
+                .unwrap_or_default();
+            longest = longest.max(e.duration + drain + Duration::from_secs(3));
+        }
+        Ok(longest)
+    }
 }
 
 /// Runs one probe of one variant: every seed, each with its own report.

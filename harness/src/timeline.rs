@@ -34,12 +34,31 @@ pub struct AdminApi {
     pub containers: Option<Arc<crate::containers::ZoneContainers>>,
 }
 
+/// Why an admin command was not carried out (logged as the entry's detail).
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    /// No connection, or no answer in time.
+    #[error("admin API unreachable: {0}")]
+    Unreachable(reqwest::Error),
+    /// The admin API refused the command; `body` is its answer, trimmed.
+    #[error("admin API answered {status}: {body}")]
+    Refused {
+        status: reqwest::StatusCode,
+        body: String,
+    },
+    /// A zone outage or restore on the zone's container failed.
+    #[error(transparent)]
+    Container(#[from] crate::containers::DockerError),
+}
+
 impl AdminApi {
-    pub async fn send(&self, cmd: &AdminCommand) -> Result<String, String> {
+    /// Carries out `cmd` (on the zone's container for a zone outage or
+    /// restore in the containers environment); returns what the system said.
+    pub async fn send(&self, cmd: &AdminCommand) -> Result<String, AdminError> {
         if let Some(c) = &self.containers {
             match cmd {
-                AdminCommand::ZoneOutage { zone } => return c.pause(zone).await,
-                AdminCommand::ZoneRestore { zone } => return c.unpause(zone).await,
+                AdminCommand::ZoneOutage { zone } => return Ok(c.pause(zone).await?),
+                AdminCommand::ZoneRestore { zone } => return Ok(c.unpause(zone).await?),
                 // Every other command goes to the admin API, as in the
                 // embedded environment.
                 AdminCommand::CacheFill { .. }
@@ -66,16 +85,31 @@ impl AdminApi {
             .timeout(Duration::from_secs(5))
             .send()
             .await
-            .map_err(|e| format!("admin API unreachable: {e}"))?;
+            .map_err(AdminError::Unreachable)?;
         let status = r.status();
         let body = r.text().await.unwrap_or_default();
         if !status.is_success() {
-            return Err(format!("admin API answered {status}: {}", body.trim()));
+            return Err(AdminError::Refused {
+                status,
+                body: body.trim().to_string(),
+            });
         }
         Ok(serde_json::from_str::<serde_json::Value>(&body)
             .ok()
             .and_then(|v| v.get("detail").and_then(|d| d.as_str()).map(String::from))
             .unwrap_or(body))
+    }
+}
+
+/// `cmd` carried out through `admin`, as the log records it: whether it
+/// was done, and what the system said or why it was not done.
+async fn apply(admin: Option<&AdminApi>, cmd: &AdminCommand) -> (bool, String) {
+    match admin {
+        Some(a) => match a.send(cmd).await {
+            Ok(d) => (true, d),
+            Err(err) => (false, err.to_string()),
+        },
+        None => (false, "no admin API for this target".into()),
     }
 }
 
@@ -100,12 +134,9 @@ pub async fn set_up(
         let TimelineOp::Admin(cmd) = &e.op else {
             continue;
         };
-        let (ok, detail) = match admin {
-            Some(a) => match a.send(cmd).await {
-                Ok(d) => (true, format!("before the load: {d}")),
-                Err(err) => (false, err),
-            },
-            None => (false, "no admin API for this target".into()),
+        let (ok, detail) = match apply(admin, cmd).await {
+            (true, d) => (true, format!("before the load: {d}")),
+            failed => failed,
         };
         if !ok {
             tracing::error!("initial condition {:?} failed: {detail}", e.label);
@@ -161,13 +192,7 @@ pub async fn run(
                         ),
                     ),
                     TimelineOp::LoadSpike(s) => (true, spike_detail(s, e.duration)),
-                    TimelineOp::Admin(cmd) => match &admin {
-                        Some(a) => match a.send(cmd).await {
-                            Ok(d) => (true, d),
-                            Err(err) => (false, err),
-                        },
-                        None => (false, "no admin API for this target".into()),
-                    },
+                    TimelineOp::Admin(cmd) => apply(admin.as_ref(), cmd).await,
                 };
                 if !ok {
                     tracing::error!(
@@ -185,13 +210,7 @@ pub async fn run(
                 }
             }
             Step::Undo(cmd, label) => {
-                let (ok, detail) = match &admin {
-                    Some(a) => match a.send(&cmd).await {
-                        Ok(d) => (true, d),
-                        Err(err) => (false, err),
-                    },
-                    None => (false, "no admin API for this target".into()),
-                };
+                let (ok, detail) = apply(admin.as_ref(), &cmd).await;
                 TimelineEvent {
                     at_s: actual,
                     end_s: None,

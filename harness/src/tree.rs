@@ -78,6 +78,45 @@ pub fn parse_set(s: &str) -> anyhow::Result<(String, Value)> {
     Ok((p.to_string(), v))
 }
 
+/// Parses every `--set PATH=VALUE`, in order.
+pub fn parse_sets(sets: &[String]) -> anyhow::Result<Vec<(String, Value)>> {
+    sets.iter().map(|s| parse_set(s)).collect()
+}
+
+/// An experiment file read for editing: its path as messages name it, the
+/// experiment as written (valid first, so errors point at the file's own
+/// lines) and its YAML tree.
+pub struct Source {
+    pub file: String,
+    pub base: crate::experiment::Experiment,
+    pub tree: Value,
+}
+
+impl Source {
+    /// Reads and validates the file, in its quick form or its full one.
+    pub fn read(path: &std::path::Path, quick: bool) -> anyhow::Result<Source> {
+        let file = path.display().to_string();
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let base =
+            crate::experiment::parse(&text, &file, quick).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let tree: Value =
+            serde_saphyr::from_str(&text).map_err(|e| anyhow::anyhow!("{file}: {e}"))?;
+        Ok(Source { file, base, tree })
+    }
+
+    /// The names of the file's variants, or only `only` (none when the file
+    /// has no such variant).
+    pub fn variants(&self, only: Option<&str>) -> Vec<String> {
+        self.base
+            .variants
+            .iter()
+            .map(|v| v.name.clone())
+            .filter(|n| only.is_none_or(|w| w == n))
+            .collect()
+    }
+}
+
 /// The file's tree with `sets` applied (each may add a key), as YAML text.
 pub fn with_sets(tree: &Value, sets: &[(String, Value)]) -> anyhow::Result<Value> {
     let mut t = tree.clone();

@@ -258,15 +258,20 @@ fn the_handshake_refuses_a_different_seed_experiment_or_version() {
         of: 2,
     };
     assert!(check_hello(&e, &hello(42, &e.experiment_hash)).is_ok());
-    let m = check_hello(&e, &hello(7, &e.experiment_hash)).unwrap_err();
+    let m = check_hello(&e, &hello(7, &e.experiment_hash))
+        .unwrap_err()
+        .to_string();
     assert!(m.contains("seed 7") && m.contains("seed 42"), "{m}");
     let other = protocol::experiment_hash(SHORT, true);
     assert_ne!(other, e.experiment_hash, "the form is part of the hash");
-    let m = check_hello(&e, &hello(42, &other)).unwrap_err();
+    let m = check_hello(&e, &hello(42, &other)).unwrap_err().to_string();
     assert!(m.contains("different experiment"), "{m}");
     let mut h = hello(42, &e.experiment_hash);
     h.harness_version = "0.0.0-other".into();
-    assert!(check_hello(&e, &h).unwrap_err().contains("0.0.0-other"));
+    assert!(check_hello(&e, &h)
+        .unwrap_err()
+        .to_string()
+        .contains("0.0.0-other"));
     h = hello(42, &e.experiment_hash);
     h.shard = 2;
     assert!(check_hello(&e, &h).is_err(), "shard out of range");

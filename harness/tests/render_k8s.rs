@@ -162,17 +162,19 @@ fn bad_names_and_agent_counts_are_refused() {
     let out = scratch("bad");
     let mut a = args("zone-failover.yaml", 4, &out);
     a.namespace = "Chaos_NS".into();
-    let e = k8s_to_dir(&a).expect_err("refused");
+    let e = k8s_to_dir(&a).expect_err("refused").to_string();
     assert!(
         e.contains("Chaos_NS") && e.contains("Kubernetes name"),
         "{e}"
     );
     let mut a = args("zone-failover.yaml", 0, &out);
     a.namespace = "chaos".into();
-    let e = k8s_to_dir(&a).expect_err("refused");
+    let e = k8s_to_dir(&a).expect_err("refused").to_string();
     assert!(e.contains("--agents"), "{e}");
     // The image carries no Prometheus: an experiment with alerts: is refused, not half-rendered.
-    let e = k8s_to_dir(&args("retry-storm.yaml", 2, &out)).expect_err("refused");
+    let e = k8s_to_dir(&args("retry-storm.yaml", 2, &out))
+        .expect_err("refused")
+        .to_string();
     assert!(e.contains("alerts:") && e.contains("Prometheus"), "{e}");
     assert!(!out.exists(), "nothing written for refused input");
 }

@@ -153,33 +153,64 @@ pub fn shard_plans(
     ShardPlans { plans, planned }
 }
 
+/// Why an agent's hello is refused: it would not drive the run's plan.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HelloRefused {
+    /// Another harness version (plans and events must mean the same).
+    #[error("agent {shard} runs harness {agent}, the coordinator {coordinator}")]
+    Version {
+        shard: u32,
+        agent: String,
+        coordinator: &'static str,
+    },
+    /// Another experiment file, or the same in another form.
+    #[error("agent {shard} loaded a different experiment (hash {agent}, the coordinator's {coordinator}): the same file and form (--quick) on both sides")]
+    Experiment {
+        shard: u32,
+        agent: String,
+        coordinator: String,
+    },
+    /// Another seed (another schedule).
+    #[error("agent {shard} runs seed {agent}, the coordinator seed {coordinator}")]
+    Seed {
+        shard: u32,
+        agent: u64,
+        coordinator: u64,
+    },
+    /// A shard the run does not have.
+    #[error("agent says shard {shard} of {of}, the coordinator runs {agents} agents")]
+    Shard { shard: u32, of: u32, agents: u32 },
+}
+
 /// Checks an agent's hello against what the run expects.
-pub fn check_hello(e: &Expected, h: &Hello) -> Result<(), String> {
+pub fn check_hello(e: &Expected, h: &Hello) -> Result<(), HelloRefused> {
     if h.harness_version != protocol::harness_version() {
-        return Err(format!(
-            "agent {} runs harness {}, the coordinator {}",
-            h.shard,
-            h.harness_version,
-            protocol::harness_version()
-        ));
+        return Err(HelloRefused::Version {
+            shard: h.shard,
+            agent: h.harness_version.clone(),
+            coordinator: protocol::harness_version(),
+        });
     }
     if h.experiment_hash != e.experiment_hash {
-        return Err(format!(
-            "agent {} loaded a different experiment (hash {}, the coordinator's {}): the same file and form (--quick) on both sides",
-            h.shard, h.experiment_hash, e.experiment_hash
-        ));
+        return Err(HelloRefused::Experiment {
+            shard: h.shard,
+            agent: h.experiment_hash.clone(),
+            coordinator: e.experiment_hash.clone(),
+        });
     }
     if h.seed != e.seed {
-        return Err(format!(
-            "agent {} runs seed {}, the coordinator seed {}",
-            h.shard, h.seed, e.seed
-        ));
+        return Err(HelloRefused::Seed {
+            shard: h.shard,
+            agent: h.seed,
+            coordinator: e.seed,
+        });
     }
     if h.of != e.of || h.shard >= e.of {
-        return Err(format!(
-            "agent says shard {} of {}, the coordinator runs {} agents",
-            h.shard, h.of, e.of
-        ));
+        return Err(HelloRefused::Shard {
+            shard: h.shard,
+            of: h.of,
+            agents: e.of,
+        });
     }
     Ok(())
 }
@@ -191,7 +222,8 @@ async fn hello(
     let conflict = |m: String| (axum::http::StatusCode::CONFLICT, m);
     {
         let mut st = shared.0.lock().expect("coordinator lock");
-        if let Err(m) = check_hello(&st.expected, &h) {
+        if let Err(refused) = check_hello(&st.expected, &h) {
+            let m = refused.to_string();
             st.refused.push(m.clone());
             shared.1.notify_waiters();
             return Err(conflict(m));
@@ -274,104 +306,34 @@ impl Coordinator {
         source: &AgentSource,
     ) -> anyhow::Result<Coordinator> {
         let of = expected.of;
-        let shared: Shared = Arc::new((
-            Mutex::new(State {
-                expected,
-                agents: (0..of).map(|_| AgentState::default()).collect(),
-                refused: Vec::new(),
-                plans: None,
-                recorder: None,
-                stop: false,
-            }),
-            tokio::sync::Notify::new(),
-        ));
-        let app = axum::Router::new()
-            .route(protocol::HELLO_PATH, axum::routing::post(hello))
-            .route(protocol::REPORT_PATH, axum::routing::post(report))
-            .with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind(listen)
-            .await
-            .with_context(|| format!("binding the agents' address {listen}"))?;
-        let addr = listener.local_addr()?;
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        let url = format!("http://{addr}");
+        let shared = State::shared(expected);
+        let (server, url) = serve(listen, shared.clone()).await?;
         let mut children = Vec::new();
-        if let AgentSource::Children {
-            experiment,
-            quick,
-            seed,
-        } = source
-        {
-            let exe = std::env::current_exe().context("finding the harness executable")?;
-            for shard in 0..of {
-                let mut c = tokio::process::Command::new(&exe);
-                c.arg("agent")
-                    .arg(experiment)
-                    .args(["--coordinator", &url])
-                    .args(["--shard", &shard.to_string(), "--of", &of.to_string()])
-                    .args(["--seed", &seed.to_string()])
-                    .stdin(std::process::Stdio::null())
-                    .stdout(std::process::Stdio::null())
-                    .kill_on_drop(true);
-                if *quick {
-                    c.arg("--quick");
-                }
-                // SAFETY: prctl and getppid are async-signal-safe; nothing
-                // else runs between fork and exec.
-                unsafe {
-                    c.pre_exec(|| {
-                        // Killed with the coordinator, even by SIGKILL.
-                        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0
-                            || libc::getppid() == 1
-                        {
-                            return Err(std::io::Error::last_os_error());
-                        }
-                        Ok(())
-                    });
-                }
-                children.push(Some(c.spawn().context("starting a load agent")?));
-            }
-        }
         let mut containers = Vec::new();
         let mut agent_base_url = None;
-        if let AgentSource::Containers {
-            image,
-            network,
-            experiment_text,
-            files,
-            quick,
-            seed,
-        } = source
-        {
-            for shard in 0..of {
-                let mut args = vec![
-                    "--coordinator".to_string(),
-                    url.clone(),
-                    "--shard".into(),
-                    shard.to_string(),
-                    "--of".into(),
-                    of.to_string(),
-                    "--seed".into(),
-                    seed.to_string(),
-                ];
-                if *quick {
-                    args.push("--quick".into());
-                }
-                containers.push(
-                    crate::containers::start_agent(
-                        image,
-                        network,
-                        experiment_text,
-                        files,
-                        args,
-                        shard,
-                    )
-                    .await?,
-                );
+        match source {
+            AgentSource::Children {
+                experiment,
+                quick,
+                seed,
+            } => {
+                let args = AgentArgs::new(&url, of, *seed, *quick);
+                children = spawn_children(experiment, &args)?;
             }
-            agent_base_url = Some(crate::containers::gateway_url_inside(network));
+            AgentSource::Containers {
+                image,
+                network,
+                experiment_text,
+                files,
+                quick,
+                seed,
+            } => {
+                let args = AgentArgs::new(&url, of, *seed, *quick);
+                containers =
+                    start_containers(&args, image, network, experiment_text, files).await?;
+                agent_base_url = Some(crate::containers::gateway_url_inside(network));
+            }
+            AgentSource::Remote => {}
         }
         Ok(Coordinator {
             shared,
@@ -461,95 +423,262 @@ impl Coordinator {
         limit: Instant,
         stop: &crate::interrupt::StopSignal,
     ) -> (LoadOutcome, Vec<AgentRecord>) {
-        let silence = Duration::from_millis(protocol::SILENCE_LIMIT_MS);
+        let shared = self.shared.clone();
         loop {
-            let notified = self.shared.1.notified();
-            let now = Instant::now();
-            let exits: Vec<(usize, String)> = self
-                .children
-                .iter_mut()
-                .enumerate()
-                .filter_map(|(i, c)| match c.as_mut()?.try_wait() {
-                    Ok(Some(status)) => Some((i, status.to_string())),
-                    _ => None,
-                })
-                .collect();
-            {
-                let mut st = self.shared.0.lock().expect("coordinator lock");
-                st.stop = stop.is_set();
-                for (i, status) in exits {
-                    self.children[i] = None;
-                    let a = &mut st.agents[i];
-                    if a.done.is_none() && a.lost.is_none() {
-                        a.lost = Some(format!(
-                            "the agent process exited ({status}) before it finished"
-                        ));
-                    }
-                }
-                for a in st
-                    .agents
-                    .iter_mut()
-                    .filter(|a| a.done.is_none() && a.lost.is_none())
-                {
-                    if a.last_seen
-                        .is_some_and(|t| now.duration_since(t) >= silence)
-                    {
-                        a.lost = Some(format!("stopped reporting for {} s", silence.as_secs()));
-                    } else if now >= limit {
-                        a.lost = Some("did not finish by the variant's hard stop".into());
-                    }
-                }
-                if st
-                    .agents
-                    .iter()
-                    .all(|a| a.done.is_some() || a.lost.is_some())
-                {
-                    st.stop = true;
-                    break;
-                }
+            let notified = shared.1.notified();
+            if self.all_settled(limit, stop) {
+                break;
             }
             let _ = tokio::time::timeout(Duration::from_millis(200), notified).await;
         }
-        {
-            // A lost agent that is still running (silent, stuck) goes now.
-            let st = self.shared.0.lock().expect("coordinator lock");
-            for (i, a) in st.agents.iter().enumerate() {
-                if let (Some(_), Some(Some(c))) = (&a.lost, self.children.get_mut(i)) {
-                    let _ = c.start_kill();
-                }
-            }
-        }
+        self.kill_lost();
         for c in self.containers.drain(..) {
             let _ = c.rm().await;
         }
         let st = self.shared.0.lock().expect("coordinator lock");
+        st.outcome(recorder, planned)
+    }
+
+    /// One look at the agents while the run ends: passes the stop signal on,
+    /// declares lost the agents whose process exited, that fell silent or
+    /// that outlived `limit`. True once every agent finished or is lost
+    /// (and then tells any still reporting to stop).
+    fn all_settled(&mut self, limit: Instant, stop: &crate::interrupt::StopSignal) -> bool {
+        let silence = Duration::from_millis(protocol::SILENCE_LIMIT_MS);
+        let now = Instant::now();
+        let exits = self.exited_children();
+        let mut st = self.shared.0.lock().expect("coordinator lock");
+        st.stop = stop.is_set();
+        for (i, status) in exits {
+            self.children[i] = None;
+            let a = &mut st.agents[i];
+            if !a.settled() {
+                a.lost = Some(format!(
+                    "the agent process exited ({status}) before it finished"
+                ));
+            }
+        }
+        for a in st.agents.iter_mut().filter(|a| !a.settled()) {
+            if a.last_seen
+                .is_some_and(|t| now.duration_since(t) >= silence)
+            {
+                a.lost = Some(format!("stopped reporting for {} s", silence.as_secs()));
+            } else if now >= limit {
+                a.lost = Some("did not finish by the variant's hard stop".into());
+            }
+        }
+        if st.agents.iter().all(AgentState::settled) {
+            st.stop = true;
+            return true;
+        }
+        false
+    }
+
+    /// The child agents that exited since the last look, with their status.
+    fn exited_children(&mut self) -> Vec<(usize, String)> {
+        self.children
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, c)| match c.as_mut()?.try_wait() {
+                Ok(Some(status)) => Some((i, status.to_string())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// A lost agent that is still running (silent, stuck) goes now.
+    fn kill_lost(&mut self) {
+        let st = self.shared.0.lock().expect("coordinator lock");
+        for (i, a) in st.agents.iter().enumerate() {
+            if let (Some(_), Some(Some(c))) = (&a.lost, self.children.get_mut(i)) {
+                let _ = c.start_kill();
+            }
+        }
+    }
+}
+
+/// Serves the agents' API on `listen`; returns the server task and its URL.
+async fn serve(
+    listen: SocketAddr,
+    shared: Shared,
+) -> anyhow::Result<(tokio::task::JoinHandle<()>, String)> {
+    let app = axum::Router::new()
+        .route(protocol::HELLO_PATH, axum::routing::post(hello))
+        .route(protocol::REPORT_PATH, axum::routing::post(report))
+        .with_state(shared);
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("binding the agents' address {listen}"))?;
+    let addr = listener.local_addr()?;
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok((server, format!("http://{addr}")))
+}
+
+/// What every agent is told on its command line, children and containers
+/// alike: where the coordinator is, its shard, and the run's seed and form.
+struct AgentArgs<'a> {
+    url: &'a str,
+    of: u32,
+    seed: u64,
+    quick: bool,
+}
+
+impl<'a> AgentArgs<'a> {
+    fn new(url: &'a str, of: u32, seed: u64, quick: bool) -> Self {
+        AgentArgs {
+            url,
+            of,
+            seed,
+            quick,
+        }
+    }
+
+    /// `--coordinator URL --shard I --of N --seed S [--quick]`.
+    fn for_shard(&self, shard: u32) -> Vec<String> {
+        let mut args: Vec<String> = [
+            ("--coordinator", self.url.to_string()),
+            ("--shard", shard.to_string()),
+            ("--of", self.of.to_string()),
+            ("--seed", self.seed.to_string()),
+        ]
+        .into_iter()
+        .flat_map(|(flag, value)| [flag.to_string(), value])
+        .collect();
+        if self.quick {
+            args.push("--quick".into());
+        }
+        args
+    }
+}
+
+/// Starts the agents as containers of `image` on the variant's `network`,
+/// the experiment file and the files it refers to copied in.
+async fn start_containers(
+    args: &AgentArgs<'_>,
+    image: &str,
+    network: &str,
+    experiment_text: &str,
+    files: &[(String, Vec<u8>)],
+) -> anyhow::Result<Vec<testcontainers::ContainerAsync<testcontainers::GenericImage>>> {
+    let mut containers = Vec::new();
+    for shard in 0..args.of {
+        containers.push(
+            crate::containers::start_agent(
+                image,
+                network,
+                experiment_text,
+                files,
+                args.for_shard(shard),
+                shard,
+            )
+            .await?,
+        );
+    }
+    Ok(containers)
+}
+
+/// Starts the agents as child processes of this harness (`harness agent
+/// FILE ...`), each killed with the coordinator.
+fn spawn_children(
+    experiment: &std::path::Path,
+    args: &AgentArgs,
+) -> anyhow::Result<Vec<Option<tokio::process::Child>>> {
+    let exe = std::env::current_exe().context("finding the harness executable")?;
+    let mut children = Vec::new();
+    for shard in 0..args.of {
+        let mut c = tokio::process::Command::new(&exe);
+        c.arg("agent")
+            .arg(experiment)
+            .args(args.for_shard(shard))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .kill_on_drop(true);
+        // SAFETY: prctl and getppid are async-signal-safe; nothing
+        // else runs between fork and exec.
+        unsafe {
+            c.pre_exec(|| {
+                // Killed with the coordinator, even by SIGKILL.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 || libc::getppid() == 1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        children.push(Some(c.spawn().context("starting a load agent")?));
+    }
+    Ok(children)
+}
+
+impl AgentState {
+    /// Finished, or declared lost: nothing more is waited for from it.
+    fn settled(&self) -> bool {
+        self.done.is_some() || self.lost.is_some()
+    }
+
+    /// Accounts for a lost agent's documents (`planned`: its shard's, before
+    /// the load's end): those submitted but never ended are pending, those
+    /// never reported submitted are unreported; returns how many.
+    fn settle_lost(&self, planned: &[u64], recorder: &Recorder) -> u64 {
+        let mut lost_docs = 0;
+        let mut expected: HashMap<u64, u32> = HashMap::new();
+        for id in planned {
+            *expected.entry(*id).or_default() += 1;
+        }
+        for (id, n) in &expected {
+            let sub = self.submitted.get(id).copied().unwrap_or(0);
+            let end = self.ended.get(id).copied().unwrap_or(0);
+            for _ in end..sub {
+                recorder.pending_agent_lost();
+                lost_docs += 1;
+            }
+            for _ in sub..*n {
+                recorder.unreported_agent_lost(*id);
+                lost_docs += 1;
+            }
+        }
+        lost_docs
+    }
+}
+
+impl State {
+    /// The state every handler and the coordinator share, before any agent came.
+    fn shared(expected: Expected) -> Shared {
+        let of = expected.of;
+        Arc::new((
+            Mutex::new(State {
+                expected,
+                agents: (0..of).map(|_| AgentState::default()).collect(),
+                refused: Vec::new(),
+                plans: None,
+                recorder: None,
+                stop: false,
+            }),
+            tokio::sync::Notify::new(),
+        ))
+    }
+
+    /// The load's outcome summed over the agents that finished, and each
+    /// agent's record, its lost documents settled into `recorder`.
+    fn outcome(
+        &self,
+        recorder: &Recorder,
+        planned: &[Vec<u64>],
+    ) -> (LoadOutcome, Vec<AgentRecord>) {
         let mut out = LoadOutcome::default();
         let mut records = Vec::new();
-        for (i, a) in st.agents.iter().enumerate() {
+        for (i, a) in self.agents.iter().enumerate() {
             if let Some(d) = &a.done {
                 out.goose_requests += d.goose_requests;
                 out.goose_failures += d.goose_failures;
                 out.journeys += d.journeys;
             }
-            let mut lost_docs = 0;
-            if a.lost.is_some() {
-                let mut expected: HashMap<u64, u32> = HashMap::new();
-                for id in &planned[i] {
-                    *expected.entry(*id).or_default() += 1;
-                }
-                for (id, n) in &expected {
-                    let sub = a.submitted.get(id).copied().unwrap_or(0);
-                    let end = a.ended.get(id).copied().unwrap_or(0);
-                    for _ in end..sub {
-                        recorder.pending_agent_lost();
-                        lost_docs += 1;
-                    }
-                    for _ in sub..*n {
-                        recorder.unreported_agent_lost(*id);
-                        lost_docs += 1;
-                    }
-                }
-            }
+            let lost_docs = if a.lost.is_some() {
+                a.settle_lost(&planned[i], recorder)
+            } else {
+                0
+            };
             records.push(AgentRecord {
                 name: format!(
                     "agent-{i} ({})",
@@ -559,7 +688,7 @@ impl Coordinator {
                         .unwrap_or("never connected")
                 ),
                 shard: i as u32,
-                of: st.expected.of,
+                of: self.expected.of,
                 documents: planned[i].len() as u64,
                 lost: a.lost.clone(),
                 pending_agent_lost: lost_docs,

@@ -119,31 +119,13 @@ pub async fn run(args: AgentArgs, stop: Arc<StopSignal>) -> anyhow::Result<()> {
         .timeout(Duration::from_secs(600))
         .build()
         .context("building the HTTP client")?;
-    let hello = Hello {
-        harness_version: protocol::harness_version().into(),
-        experiment_hash: protocol::experiment_hash(&exp.source, exp.quick),
-        seed: exp.seed,
-        shard,
-        of: args.of,
-        whereabouts: format!(
-            "pid {} on {}",
-            std::process::id(),
-            std::fs::read_to_string("/etc/hostname")
-                .unwrap_or_default()
-                .trim()
-        ),
-    };
-    let plan = handshake(&http, &args.coordinator, &hello).await?;
+    let plan = handshake(&http, &args.coordinator, &hello(&exp, shard, args.of)).await?;
     let v = exp
         .variants
         .iter()
         .find(|v| v.name == plan.variant)
         .with_context(|| format!("the plan names variant {:?}, not in the file", plan.variant))?
         .clone();
-    let capacity = Capacity {
-        pages_per_sec: plan.capacity_pages_per_sec,
-        docs_per_sec: plan.capacity_docs_per_sec,
-    };
     let start = start_instant(plan.start_unix_ms);
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let recorder = Arc::new(Recorder::with_tap(start, plan.seconds, tx));
@@ -158,18 +140,7 @@ pub async fn run(args: AgentArgs, stop: Arc<StopSignal>) -> anyhow::Result<()> {
     ));
     // After the reporter started: its heartbeats keep this agent from being
     // taken for lost while a large schedule is computed.
-    let mine = shard::shard(
-        &crate::runner::plan_documents(&exp, capacity),
-        shard,
-        args.of,
-    );
-    if shard::digest(&mine) != plan.shard_digest || mine.len() as u64 != plan.shard_documents {
-        bail!(
-            "this agent computed a different shard {shard} ({} documents) than the coordinator ({}): same file, seed and version, so the calibration did not cross intact",
-            mine.len(),
-            plan.shard_documents
-        );
-    }
+    let mine = my_shard(&exp, &plan, shard, args.of)?;
     let mut load_plan = LoadPlan::for_variant(
         &exp,
         &v,
@@ -185,12 +156,64 @@ pub async fn run(args: AgentArgs, stop: Arc<StopSignal>) -> anyhow::Result<()> {
     );
     // The coordinator split the run's in-flight cap between the agents.
     load_plan.max_in_flight = plan.max_in_flight;
+    let (load, finished) = drive(load_plan).await;
+    drop(recorder);
+    let _ = finish_tx.send(finished);
+    reporter.await.context("the reporter task")??;
+    load.map(|_| ())
+}
+
+/// What this agent tells the coordinator at the handshake: who it is and
+/// what it loaded, for the coordinator to refuse a mismatch.
+fn hello(exp: &crate::experiment::Experiment, shard: u32, of: u32) -> Hello {
+    Hello {
+        harness_version: protocol::harness_version().into(),
+        experiment_hash: protocol::experiment_hash(&exp.source, exp.quick),
+        seed: exp.seed,
+        shard,
+        of,
+        whereabouts: format!(
+            "pid {} on {}",
+            std::process::id(),
+            std::fs::read_to_string("/etc/hostname")
+                .unwrap_or_default()
+                .trim()
+        ),
+    }
+}
+
+/// This agent's documents, from the whole schedule planned with the
+/// coordinator's calibration; refused unless they are the shard the
+/// coordinator planned (same count and digest).
+fn my_shard(
+    exp: &crate::experiment::Experiment,
+    plan: &Plan,
+    shard: u32,
+    of: u32,
+) -> anyhow::Result<Vec<crate::workload::Document>> {
+    let capacity = Capacity {
+        pages_per_sec: plan.capacity_pages_per_sec,
+        docs_per_sec: plan.capacity_docs_per_sec,
+    };
+    let mine = shard::shard(&crate::runner::plan_documents(exp, capacity), shard, of);
+    if shard::digest(&mine) != plan.shard_digest || mine.len() as u64 != plan.shard_documents {
+        bail!(
+            "this agent computed a different shard {shard} ({} documents) than the coordinator ({}): same file, seed and version, so the calibration did not cross intact",
+            mine.len(),
+            plan.shard_documents
+        );
+    }
+    Ok(mine)
+}
+
+/// Drives the shard's load; returns its outcome and what the last report
+/// says of it (the counts, zero when the load failed, and the CPU it took).
+async fn drive(load_plan: LoadPlan) -> (anyhow::Result<crate::load::LoadOutcome>, Finished) {
     let cpu_before = crate::cpu::process_cpu_s().ok();
     let load = crate::load::drive(load_plan).await;
     let cpu_s = cpu_before
         .zip(crate::cpu::process_cpu_s().ok())
         .map(|(a, b)| (b - a).max(0.0));
-
     let finished = match &load {
         Ok(l) => Finished {
             goose_requests: l.goose_requests,
@@ -203,10 +226,7 @@ pub async fn run(args: AgentArgs, stop: Arc<StopSignal>) -> anyhow::Result<()> {
             ..Finished::default()
         },
     };
-    drop(recorder);
-    let _ = finish_tx.send(finished);
-    reporter.await.context("the reporter task")??;
-    load.map(|_| ())
+    (load, finished)
 }
 
 /// Posts the recorder's events every 250 ms, then the last report.

@@ -41,13 +41,7 @@ fn experiment(total: Duration) -> String {
 pub fn run(w: &Windows, n: u32) -> anyhow::Result<AgentCeilings> {
     let server_rt = super::runtime("bench-server")?;
     let client_rt = super::runtime("bench-load")?;
-    let reply = server::response(
-        "503 Service Unavailable",
-        &[("retry-after-ms", "1"), ("retry-after", "1")],
-        "text/plain",
-        b"busy",
-    );
-    let srv = server_rt.block_on(server::start(reply))?;
+    let srv = server_rt.block_on(server::start(super::ceiling::busy_reply()))?;
     let dir = std::env::temp_dir().join(format!("harness-bench-agents-{}", std::process::id()));
     std::fs::create_dir_all(&dir).context("a folder for the agents' experiment")?;
     let file = dir.join("bench-agents.yaml");
@@ -61,6 +55,8 @@ pub fn run(w: &Windows, n: u32) -> anyhow::Result<AgentCeilings> {
     Ok(AgentCeilings { runs })
 }
 
+/// One run through `n` agents: attempts done per second over the window,
+/// combined, and how many agents were lost.
 async fn ceiling(
     base: &str,
     w: &Windows,
@@ -68,40 +64,30 @@ async fn ceiling(
     n: u32,
 ) -> anyhow::Result<(f64, usize)> {
     let exp = crate::experiment::load(file, false).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let expected = Expected {
-        experiment_hash: crate::agent::protocol::experiment_hash(&exp.source, false),
-        seed: exp.seed,
-        of: n,
+    let mut c = start_agents(&exp, file, n).await?;
+    // The clock starts once every agent is there.
+    let total = w.warmup + w.measure;
+    let start = Instant::now() + Duration::from_millis(1500);
+    let window = LoadWindow {
+        start,
+        load_end: start + total,
+        hard_stop: start + total + Duration::from_secs(2),
     };
-    let source = AgentSource::Children {
-        experiment: file.to_path_buf(),
-        quick: false,
-        seed: exp.seed,
-    };
-    let mut c = Coordinator::start(([127, 0, 0, 1], 0).into(), expected, &source).await?;
-    c.wait_for_agents(Duration::from_secs(30)).await?;
+    let seconds = total.as_secs() as usize + 4;
+    let recorder = Arc::new(Recorder::new(start, seconds));
+    let stop = Arc::new(StopSignal::default());
     let capacity = Capacity {
         pages_per_sec: 1.0,
         docs_per_sec: 1.0,
     };
-    let total = w.warmup + w.measure;
-    let start = Instant::now() + Duration::from_millis(1500);
-    let load_end = start + total;
-    let hard_stop = load_end + Duration::from_secs(2);
-    let seconds = total.as_secs() as usize + 4;
-    let recorder = Arc::new(Recorder::new(start, seconds));
-    let stop = Arc::new(StopSignal::default());
     let v = &exp.variants[0];
+    let (load_end, hard_stop) = (window.load_end, window.hard_stop);
     let plan = LoadPlan::for_variant(
         &exp,
         v,
         base.to_string(),
         crate::runner::plan_documents(&exp, capacity),
-        LoadWindow {
-            start,
-            load_end,
-            hard_stop,
-        },
+        window,
         recorder.clone(),
         stop.clone(),
     );
@@ -116,13 +102,7 @@ async fn ceiling(
     );
     c.release(shards.plans, recorder.clone());
     // The arrivals planned exceed what can be sent: end the run at the window's end.
-    let stopper = {
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep_until(load_end).await;
-            stop.trigger("measurement window over");
-        })
-    };
+    let stopper = super::stop_at(load_end, &stop);
     let (_, records) = c
         .finish(
             &recorder,
@@ -132,14 +112,28 @@ async fn ceiling(
         )
         .await;
     stopper.abort();
-    let first = w.warmup.as_secs() as usize;
-    let last = total.as_secs() as usize;
-    let done: u64 = (first..last)
-        .map(|t| {
-            let s = recorder.second(t);
-            s.ok + s.rejected + s.timeouts + s.errors
-        })
-        .sum();
     let lost = records.iter().filter(|r| r.lost.is_some()).count();
-    Ok((done as f64 / (last - first) as f64, lost))
+    Ok((super::done_per_s(&recorder, w), lost))
+}
+
+/// Starts `n` agents as child processes loading `file` and waits (30 s at
+/// most) for all of them to say hello.
+async fn start_agents(
+    exp: &crate::experiment::Experiment,
+    file: &std::path::Path,
+    n: u32,
+) -> anyhow::Result<Coordinator> {
+    let expected = Expected {
+        experiment_hash: crate::agent::protocol::experiment_hash(&exp.source, false),
+        seed: exp.seed,
+        of: n,
+    };
+    let source = AgentSource::Children {
+        experiment: file.to_path_buf(),
+        quick: false,
+        seed: exp.seed,
+    };
+    let mut c = Coordinator::start(([127, 0, 0, 1], 0).into(), expected, &source).await?;
+    c.wait_for_agents(Duration::from_secs(30)).await?;
+    Ok(c)
 }

@@ -21,7 +21,6 @@
 
 use super::{client, server, wrk, Windows};
 use crate::interrupt::StopSignal;
-use crate::load::JourneySettings;
 use crate::load::{drive, LoadPlan};
 use crate::recorder::Recorder;
 use crate::workload::Document;
@@ -206,30 +205,14 @@ pub async fn run_load(
     let start = Instant::now() + Duration::from_millis(300);
     let total = w.warmup + w.measure;
     let n = (rate * total.as_secs_f64()) as u64;
-    let documents: Vec<Document> = (0..n)
-        .map(|i| Document {
-            id: i,
-            tenant: "t1".into(),
-            pages: 1,
-            planned: Duration::from_secs_f64(i as f64 / rate),
-        })
-        .collect();
+    let documents = evenly(n, rate);
     let load_end = start + total;
     let hard_stop = load_end + Duration::from_secs(if cut { 2 } else { 20 });
     let seconds = total.as_secs() as usize + 22;
     let recorder = Arc::new(Recorder::new(start, seconds));
     let stop = Arc::new(StopSignal::default());
     // The arrivals planned may exceed what can be sent: end the run at the window's end.
-    let stopper = {
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            if cut {
-                tokio::time::sleep_until(load_end).await;
-                stop.trigger("measurement window over");
-            }
-        })
-    };
-    let rec = recorder.clone();
+    let stopper = cut.then(|| super::stop_at(load_end, &stop));
     let plan = LoadPlan {
         base_url: base.to_string(),
         documents,
@@ -237,37 +220,23 @@ pub async fn run_load(
         load_end,
         max_in_flight,
         stop,
-        journeys: JourneySettings {
-            recorder: rec.clone(),
-            clients: crate::experiment::ClientBehaviour::synchronous(
-                retry_policy::RetryConfig::no_retries(),
-                Duration::from_secs(2),
-            ),
+        journeys: super::journeys(
+            recorder.clone(),
+            retry_policy::RetryConfig::no_retries(),
             hard_stop,
-            page: sut::config::PageConfig {
-                words: 1,
-                rounds: 1,
-            },
-            seed: 1,
-        },
+        ),
     };
     let cpu0 = crate::cpu::Snapshot::now()?;
     let t0 = Instant::now();
     let outcome = drive(plan).await?;
     let cpu = crate::cpu::Snapshot::now()?.threads_since(&cpu0, crate::cpu::LOAD_THREADS);
     let wall_s = t0.elapsed().as_secs_f64();
-    stopper.abort();
-    let first = w.warmup.as_secs() as usize;
-    let last = total.as_secs() as usize;
-    let done: u64 = (first..last)
-        .map(|t| {
-            let s = recorder.second(t);
-            s.ok + s.rejected + s.timeouts + s.errors
-        })
-        .sum();
+    if let Some(stopper) = stopper {
+        stopper.abort();
+    }
     let t = recorder.totals();
     Ok(LoadRun {
-        done_per_s: done as f64 / (last - first) as f64,
+        done_per_s: super::done_per_s(&recorder, w),
         attempts: t.ok + t.rejected + t.timeouts + t.errors,
         cpu_s: cpu.cpu_s,
         system_s: cpu.system_s,
@@ -278,6 +247,18 @@ pub async fn run_load(
         lag: recorder.schedule_lag(),
         latency: recorder.latency(),
     })
+}
+
+/// `n` one-page documents of one tenant arriving evenly at `rate` a second.
+pub(super) fn evenly(n: u64, rate: f64) -> Vec<Document> {
+    (0..n)
+        .map(|i| Document {
+            id: i,
+            tenant: "t1".into(),
+            pages: 1,
+            planned: Duration::from_secs_f64(i as f64 / rate),
+        })
+        .collect()
 }
 
 #[cfg(test)]

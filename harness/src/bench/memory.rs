@@ -12,7 +12,6 @@
 
 use super::{server, Windows};
 use crate::interrupt::StopSignal;
-use crate::load::JourneySettings;
 use crate::load::{drive, LoadPlan};
 use crate::recorder::Recorder;
 use crate::workload::Document;
@@ -173,29 +172,12 @@ async fn storm(base: &str, attempts: u64, limit: Duration) -> anyhow::Result<Sto
         load_end,
         max_in_flight: DOCUMENTS * 2,
         stop,
-        journeys: JourneySettings {
-            recorder: rec.clone(),
-            clients: crate::experiment::ClientBehaviour::synchronous(
-                retry.clone(),
-                Duration::from_secs(2),
-            ),
-            hard_stop,
-            page: sut::config::PageConfig {
-                words: 1,
-                rounds: 1,
-            },
-            seed: 1,
-        },
+        journeys: super::journeys(rec.clone(), retry.clone(), hard_stop),
     };
     let outcome = drive(plan).await?;
     let seconds_run = start.elapsed().as_secs_f64();
     sampler.abort();
-    let done: u64 = (0..seconds)
-        .map(|t| {
-            let s = recorder.second(t);
-            s.ok + s.rejected + s.timeouts + s.errors
-        })
-        .sum();
+    let done = super::attempts_done(&recorder, 0..seconds);
     Ok(Storm {
         attempts: done,
         goose_requests: outcome.goose_requests,
@@ -213,14 +195,7 @@ async fn storm(base: &str, attempts: u64, limit: Duration) -> anyhow::Result<Sto
 /// journeys spread over many attempts.
 async fn arrivals(base: &str, n: u64) -> anyhow::Result<Storm> {
     let start = Instant::now() + Duration::from_millis(300);
-    let documents: Vec<Document> = (0..n)
-        .map(|i| Document {
-            id: i,
-            tenant: "t1".into(),
-            pages: 1,
-            planned: Duration::from_secs_f64(i as f64 / super::ceiling::OFFERED_RATE),
-        })
-        .collect();
+    let documents = super::ceiling::evenly(n, super::ceiling::OFFERED_RATE);
     // Every arrival is sent: the load ends long after the last is due.
     let load_end = start + Duration::from_secs(3600);
     let recorder = Arc::new(Recorder::new(start, 600));
@@ -231,19 +206,11 @@ async fn arrivals(base: &str, n: u64) -> anyhow::Result<Storm> {
         load_end,
         max_in_flight: super::ceiling::MAX_IN_FLIGHT,
         stop: Arc::new(StopSignal::default()),
-        journeys: JourneySettings {
-            recorder: recorder.clone(),
-            clients: crate::experiment::ClientBehaviour::synchronous(
-                retry_policy::RetryConfig::no_retries(),
-                Duration::from_secs(2),
-            ),
-            hard_stop: load_end,
-            page: sut::config::PageConfig {
-                words: 1,
-                rounds: 1,
-            },
-            seed: 1,
-        },
+        journeys: super::journeys(
+            recorder.clone(),
+            retry_policy::RetryConfig::no_retries(),
+            load_end,
+        ),
     };
     let outcome = drive(plan).await?;
     let t = recorder.totals();

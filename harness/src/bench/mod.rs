@@ -98,97 +98,174 @@ pub fn cli(quick: bool, only: Option<Step>, agents: Option<u32>) -> Result<Finis
     let _ = ctrlc::set_handler(|| std::process::exit(130));
     let w = Windows::new(quick);
     if only == Some(Step::Storm) {
-        let s = memory::run_here(&w).map_err(|e| CliError::new(format_args!("{e:#}")))?;
-        // Run by `harness bench`, the parent prints it; run directly, say it here.
-        if std::env::var_os(memory::TARGET_ENV).is_none() {
-            eprintln!("{}", storm_line(&s, &w).0);
-        }
-        return Ok(Finished::Passed);
+        return storm_here(&w);
     }
-    let want = |s: Step| only.is_none_or(|o| o == s);
-    println!(
-        "harness bench{}: {} build, {} CPU(s); traffic to 127.0.0.1 only",
-        if quick { " --quick" } else { "" },
-        if cfg!(debug_assertions) {
-            "DEBUG (numbers understate a release build)"
-        } else {
-            "release"
-        },
-        std::thread::available_parallelism().map_or(1, |n| n.get()),
-    );
-    let mut verdicts: Vec<Verdict> = Vec::new();
-    let mut ceiling_rps = None;
-    if want(Step::Storm) {
+    let mut bench = Bench {
+        w,
+        quick,
+        only,
+        agents,
+        verdicts: Vec::new(),
+        ceiling_rps: None,
+    };
+    bench.header();
+    bench.storm();
+    bench.ceiling();
+    bench.openloop();
+    bench.hotpath();
+    bench.pages();
+    bench.instructions();
+    bench.finish()
+}
+
+/// `--only storm`: the memory step in this process (how the full bench runs
+/// it in a fresh one).
+fn storm_here(w: &Windows) -> Result<Finished, CliError> {
+    let s = memory::run_here(w).map_err(|e| CliError::new(format_args!("{e:#}")))?;
+    // Run by `harness bench`, the parent prints it; run directly, say it here.
+    if std::env::var_os(memory::TARGET_ENV).is_none() {
+        eprintln!("{}", storm_line(&s, w).0);
+    }
+    Ok(Finished::Passed)
+}
+
+/// One bench run: the steps asked for, in their fixed order, each printing
+/// its section and adding its verdict; the ceiling step hands its rate to
+/// the open-loop step, which drives above it.
+struct Bench {
+    w: Windows,
+    quick: bool,
+    only: Option<Step>,
+    agents: Option<u32>,
+    verdicts: Vec<Verdict>,
+    ceiling_rps: Option<f64>,
+}
+
+impl Bench {
+    /// Is this step part of the run (`--only` names it, or names none)?
+    fn want(&self, s: Step) -> bool {
+        self.only.is_none_or(|o| o == s)
+    }
+
+    /// What the numbers are worth: build profile and CPUs.
+    fn header(&self) {
+        println!(
+            "harness bench{}: {} build, {} CPU(s); traffic to 127.0.0.1 only",
+            if self.quick { " --quick" } else { "" },
+            if cfg!(debug_assertions) {
+                "DEBUG (numbers understate a release build)"
+            } else {
+                "release"
+            },
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+        );
+    }
+
+    /// Step 4: peak RSS through a retry storm, in a child process.
+    fn storm(&mut self) {
+        if !self.want(Step::Storm) {
+            return;
+        }
         section(&format!(
             "4. memory: peak RSS through a retry storm of >= {} attempts (fresh process)",
-            w.storm_attempts
+            self.w.storm_attempts
         ));
-        verdicts.push(match memory::run_in_child(quick) {
+        self.verdicts.push(match memory::run_in_child(self.quick) {
             Ok(s) => {
-                let (line, v) = storm_line(&s, &w);
+                let (line, v) = storm_line(&s, &self.w);
                 println!("{line}");
                 v
             }
             Err(e) => error(e),
         });
     }
-    if want(Step::Ceiling) {
+
+    /// Step 1: the load path's ceiling against wrk; remembers the harness's rate.
+    fn ceiling(&mut self) {
+        if !self.want(Step::Ceiling) {
+            return;
+        }
         section(&format!(
             "1. load ceiling: harness load path (goose + journeys + recorder) vs wrk, fixed-503 endpoint, {} s window",
-            w.measure.as_secs()
+            self.w.measure.as_secs()
         ));
-        verdicts.push(match ceiling::run(&w) {
+        self.verdicts.push(match ceiling::run(&self.w) {
             Ok(c) => {
-                ceiling_rps = Some(c.harness_rps());
+                self.ceiling_rps = Some(c.harness_rps());
                 print_ceiling(&c)
             }
             Err(e) => error(e),
         });
     }
-    if want(Step::Openloop) {
+
+    /// Step 5: a constant rate above the ceiling; then (`--agents N`) the ceiling
+    /// through load agents, informational unless it fails to run.
+    fn openloop(&mut self) {
+        if !self.want(Step::Openloop) {
+            return;
+        }
+        let w = &self.w;
         section(&format!(
             "5. open-loop honesty: a constant rate {}x the ceiling (or {}/s alone), every arrival sent, {} s window",
             openloop::OVER_CEILING,
             rate(openloop::FALLBACK_RATE),
             (w.warmup + w.measure).as_secs()
         ));
-        verdicts.push(match openloop::run(&w, ceiling_rps) {
-            Ok(o) => print_openloop(&o),
-            Err(e) => error(e),
-        });
-        if let Some(n) = agents {
+        self.verdicts
+            .push(match openloop::run(w, self.ceiling_rps) {
+                Ok(o) => print_openloop(&o),
+                Err(e) => error(e),
+            });
+        if let Some(n) = self.agents {
             section(&format!(
                 "1b. load ceiling through load agents: 1 agent, then {n} (child processes, events streamed to the coordinator), fixed-503 endpoint, {} s window",
-                w.measure.as_secs()
+                self.w.measure.as_secs()
             ));
-            match agents::run(&w, n) {
+            match agents::run(&self.w, n) {
                 Ok(a) => print_agents(&a),
                 Err(e) => {
-                    verdicts.push(error(e));
+                    self.verdicts.push(error(e));
                 }
             }
         }
     }
-    if want(Step::Hotpath) {
+
+    /// Step 2: a cache hit through the system under test against a bare endpoint.
+    fn hotpath(&mut self) {
+        if !self.want(Step::Hotpath) {
+            return;
+        }
         section(&format!(
             "2. hot path: cache-hit POST /v1/extract on the system under test vs a bare endpoint, {} s each",
-            w.measure.as_secs()
+            self.w.measure.as_secs()
         ));
-        verdicts.push(match hotpath::run(&w) {
+        self.verdicts.push(match hotpath::run(&self.w) {
             Ok(h) => print_hotpath(&h),
             Err(e) => error(e),
         });
     }
-    if want(Step::Pages) {
+
+    /// Step 3: page executor throughput (no target).
+    fn pages(&self) {
+        if !self.want(Step::Pages) {
+            return;
+        }
         section(&format!(
             "3. page executor: pages/s, batches of {} pages, ~{} ms per size",
             pages::BATCH,
-            w.pages_each.as_millis()
+            self.w.pages_each.as_millis()
         ));
-        print_pages(&pages::run(w.pages_each));
+        print_pages(&pages::run(self.w.pages_each));
     }
-    // Minutes under callgrind: the full run (or `--only instructions`) only.
-    if want(Step::Instructions) && (!quick || only == Some(Step::Instructions)) {
+
+    /// Step 6: instructions per attempt under callgrind: minutes, so the full run
+    /// (or `--only instructions`) only.
+    fn instructions(&mut self) {
+        if !(self.want(Step::Instructions)
+            && (!self.quick || self.only == Some(Step::Instructions)))
+        {
+            return;
+        }
         section(
             "6. instructions per attempt (callgrind; hardware counters are not available here)",
         );
@@ -198,20 +275,25 @@ pub fn cli(quick: bool, only: Option<Step>, agents: Option<u32>) -> Result<Finis
                 println!("   valgrind is not installed: SKIPPED (sudo apt-get install -y valgrind)")
             }
             Err(e) => {
-                verdicts.push(error(e));
+                self.verdicts.push(error(e));
             }
         }
     }
-    println!();
-    if verdicts.contains(&Verdict::Error) {
-        println!("bench: a step failed to run (see above)");
-        Err(CliError::Reported)
-    } else if verdicts.contains(&Verdict::Miss) {
-        println!("bench: a target was MISSED");
-        Ok(Finished::Failed)
-    } else {
-        println!("bench: every measured target PASSED");
-        Ok(Finished::Passed)
+
+    /// The run's outcome: a step that failed to run outweighs a missed
+    /// target, which outweighs passes.
+    fn finish(self) -> Result<Finished, CliError> {
+        println!();
+        if self.verdicts.contains(&Verdict::Error) {
+            println!("bench: a step failed to run (see above)");
+            Err(CliError::Reported)
+        } else if self.verdicts.contains(&Verdict::Miss) {
+            println!("bench: a target was MISSED");
+            Ok(Finished::Failed)
+        } else {
+            println!("bench: every measured target PASSED");
+            Ok(Finished::Passed)
+        }
     }
 }
 
@@ -261,6 +343,57 @@ fn runtime(name: &str) -> anyhow::Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()
         .with_context(|| format!("starting the {name} runtime"))
+}
+
+/// Attempts done (answered, rejected, timed out or failed) in the run's
+/// seconds `seconds`.
+fn attempts_done(recorder: &crate::recorder::Recorder, seconds: std::ops::Range<usize>) -> u64 {
+    seconds
+        .map(|t| {
+            let s = recorder.second(t);
+            s.ok + s.rejected + s.timeouts + s.errors
+        })
+        .sum()
+}
+
+/// Attempts done per second over the measurement window (the whole seconds
+/// after the warm-up).
+fn done_per_s(recorder: &crate::recorder::Recorder, w: &Windows) -> f64 {
+    let first = w.warmup.as_secs() as usize;
+    let last = (w.warmup + w.measure).as_secs() as usize;
+    attempts_done(recorder, first..last) as f64 / (last - first) as f64
+}
+
+/// Stops the run when its load window ends: the arrivals planned exceed what
+/// can be sent, and those left over are not part of the measurement.
+fn stop_at(
+    load_end: tokio::time::Instant,
+    stop: &std::sync::Arc<crate::interrupt::StopSignal>,
+) -> tokio::task::JoinHandle<()> {
+    let stop = stop.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep_until(load_end).await;
+        stop.trigger("measurement window over");
+    })
+}
+
+/// The journeys of a bench run: `retry`, a 2 s client timeout, one-word
+/// one-round pages, seed 1, all recorded in `recorder`.
+fn journeys(
+    recorder: std::sync::Arc<crate::recorder::Recorder>,
+    retry: retry_policy::RetryConfig,
+    hard_stop: tokio::time::Instant,
+) -> crate::load::JourneySettings {
+    crate::load::JourneySettings {
+        recorder,
+        clients: crate::experiment::ClientBehaviour::synchronous(retry, Duration::from_secs(2)),
+        hard_stop,
+        page: sut::config::PageConfig {
+            words: 1,
+            rounds: 1,
+        },
+        seed: 1,
+    }
 }
 
 fn rate(x: f64) -> String {
@@ -341,39 +474,46 @@ fn in_kernel(share: f64) -> String {
     format!("{:.0} % in the kernel", share * 100.0)
 }
 
+/// One harness run and the wrk run after it, on one line.
+fn print_pair(i: usize, p: &ceiling::Pair) {
+    let wrk = match &p.wrk {
+        Ok(w) => {
+            let cpu = w
+                .cpu_s
+                .map(|s| {
+                    format!(
+                        ", {:.1} us CPU per request ({})",
+                        s * 1e6 / (w.requests_per_sec * w.seconds).max(1.0),
+                        in_kernel(w.system_s.unwrap_or(0.0) / s.max(1e-9))
+                    )
+                })
+                .unwrap_or_default();
+            format!(
+                "wrk {:>9} req/s{cpu}; ratio {:.2}",
+                rate(w.requests_per_sec),
+                p.ratio().unwrap_or(f64::NAN)
+            )
+        }
+        Err(_) => "wrk n/a".to_string(),
+    };
+    println!(
+        "   pair {}: harness {:>9} req/s, {:.1} us CPU per attempt ({}; {} connections opened, {} arrivals waited for the cap, endpoint answered {}); {wrk}",
+        i + 1,
+        rate(p.harness_rps),
+        p.cpu_per_attempt_us,
+        in_kernel(p.kernel_share),
+        p.connections,
+        rate(p.late as f64),
+        rate(p.endpoint_requests as f64),
+    );
+}
+
+/// Step 1's lines: every pair, the medians against their targets, the
+/// reqwest diagnostic and the ratio to wrk; the step's verdict.
 fn print_ceiling(c: &ceiling::Ceiling) -> Verdict {
     let mut verdicts = Vec::new();
     for (i, p) in c.pairs.iter().enumerate() {
-        let wrk = match &p.wrk {
-            Ok(w) => {
-                let cpu = w
-                    .cpu_s
-                    .map(|s| {
-                        format!(
-                            ", {:.1} us CPU per request ({})",
-                            s * 1e6 / (w.requests_per_sec * w.seconds).max(1.0),
-                            in_kernel(w.system_s.unwrap_or(0.0) / s.max(1e-9))
-                        )
-                    })
-                    .unwrap_or_default();
-                format!(
-                    "wrk {:>9} req/s{cpu}; ratio {:.2}",
-                    rate(w.requests_per_sec),
-                    p.ratio().unwrap_or(f64::NAN)
-                )
-            }
-            Err(_) => "wrk n/a".to_string(),
-        };
-        println!(
-            "   pair {}: harness {:>9} req/s, {:.1} us CPU per attempt ({}; {} connections opened, {} arrivals waited for the cap, endpoint answered {}); {wrk}",
-            i + 1,
-            rate(p.harness_rps),
-            p.cpu_per_attempt_us,
-            in_kernel(p.kernel_share),
-            p.connections,
-            rate(p.late as f64),
-            rate(p.endpoint_requests as f64),
-        );
+        print_pair(i, p);
     }
     println!(
         "   harness  {:>9} req/s  (median of {} runs, each offered {}/s with max_in_flight {})",

@@ -399,27 +399,31 @@ impl TimelineOp {
     }
 }
 
+/// Why `--environment` cannot switch an experiment.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SwitchError {
+    /// The experiment (named) drives a target of its own.
+    #[error("{0} drives an external target; --environment cannot change that")]
+    External(String),
+    /// An external environment needs the target the file names.
+    #[error("--environment external needs a target: set `environment: external` and `target:` in the file")]
+    NoTarget,
+}
+
 impl Experiment {
     /// `--environment`: runs an embedded experiment as containers or the
     /// other way round (same system configuration, same timeline). An
     /// external experiment names its target and cannot be switched.
-    pub fn set_environment(&mut self, kind: EnvironmentKind) -> Result<(), String> {
+    pub fn set_environment(&mut self, kind: EnvironmentKind) -> Result<(), SwitchError> {
         if let Environment::External { .. } = self.environment {
-            return Err(format!(
-                "{} drives an external target; --environment cannot change that",
-                self.name
-            ));
+            return Err(SwitchError::External(self.name.clone()));
         }
         self.environment = match kind {
             EnvironmentKind::Embedded => Environment::Embedded,
             EnvironmentKind::Containers => Environment::Containers {
                 images: self.container_images.clone(),
             },
-            EnvironmentKind::External => {
-                return Err(
-                    "--environment external needs a target: set `environment: external` and `target:` in the file".into(),
-                )
-            }
+            EnvironmentKind::External => return Err(SwitchError::NoTarget),
         };
         Ok(())
     }

@@ -21,9 +21,8 @@ use crate::experiment::Experiment;
 use std::collections::BTreeMap;
 use sut::config::CacheBackend;
 
-/// The port every sut process listens on in its pod (as in containers.rs).
-pub(crate) const SUT_PORT: u16 = 8080;
-pub(crate) use crate::containers::REDIS_PORT;
+/// The port every sut process listens on in its pod (as in its container).
+pub(crate) use crate::containers::{REDIS_PORT, SUT_PORT};
 /// Where a coordinator waits for its agents.
 pub(crate) const COORDINATOR_PORT: u16 = 7070;
 const CONFIG_DIR: &str = "/etc/harness";
@@ -47,6 +46,7 @@ pub struct Manifest {
     pub documents: Vec<serde_json::Value>,
 }
 
+/// Why the experiment cannot be rendered, or its files not written.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
     #[error("{what} {name:?} is not a valid Kubernetes name (lowercase letters, digits and '-', starting and ending with a letter or digit, at most {max} characters{extra})")]
@@ -62,6 +62,27 @@ pub enum RenderError {
     Environment(String),
     #[error("serializing a manifest: {0}")]
     Serialize(#[from] serde_json::Error),
+    /// The experiment file itself is invalid.
+    #[error(transparent)]
+    Experiment(#[from] crate::experiment::ExperimentError),
+    /// A manifest's documents could not be written as YAML.
+    #[error("{file}: {error}")]
+    Yaml {
+        file: String,
+        error: serde_saphyr::SerializeError,
+    },
+    /// The output folder could not be created.
+    #[error("creating {}: {error}", path.display())]
+    CreateDir {
+        path: std::path::PathBuf,
+        error: std::io::Error,
+    },
+    /// A file could not be written.
+    #[error("writing {}: {error}", path.display())]
+    Write {
+        path: std::path::PathBuf,
+        error: std::io::Error,
+    },
 }
 
 /// A DNS-1123 label (names of namespaces, services, and the variant/zone
@@ -190,7 +211,19 @@ fn deployment_and_service(
             },
         },
     )?;
-    let service = obj(
+    let service = service(ns, name, labels, service_port)?;
+    Ok(vec![deployment, service])
+}
+
+/// A Service named `name` in front of the pods labelled `labels`, on one TCP
+/// port (`(name, number)`, the same number on the pods).
+fn service(
+    ns: &str,
+    name: &str,
+    labels: Labels,
+    (port_name, number): (&str, u16),
+) -> Result<serde_json::Value, RenderError> {
+    obj(
         "v1",
         "Service",
         meta(name, ns, labels.clone()),
@@ -198,15 +231,14 @@ fn deployment_and_service(
             spec: ServiceSpec {
                 selector: labels,
                 ports: vec![ServicePort {
-                    name: service_port.0.into(),
-                    port: service_port.1,
-                    target_port: service_port.1,
+                    name: port_name.into(),
+                    port: number,
+                    target_port: number,
                     protocol: "TCP",
                 }],
             },
         },
-    )?;
-    Ok(vec![deployment, service])
+    )
 }
 
 pub(crate) fn needs_redis(s: &sut::SystemConfig) -> bool {
@@ -215,30 +247,8 @@ pub(crate) fn needs_redis(s: &sut::SystemConfig) -> bool {
 
 /// Every manifest of the experiment, in the order `kubectl apply` should see them.
 pub fn render(exp: &Experiment, o: &K8sOptions) -> Result<Vec<Manifest>, RenderError> {
-    check_name("the namespace", &o.namespace, 63)?;
-    if !(1..=1000).contains(&o.agents) {
-        return Err(RenderError::Agents(o.agents));
-    }
-    if let crate::experiment::Environment::External { .. } = exp.environment {
-        return Err(RenderError::Environment(format!(
-            "{} drives an external target; only an embedded or containers experiment (whose system the harness starts) can be rendered",
-            exp.name
-        )));
-    }
-    if exp.alerts.is_some() {
-        return Err(RenderError::Environment(format!(
-            "{} evaluates alert rules on a Prometheus (`alerts:`), which the image does not carry and these manifests do not deploy; render a copy without `alerts:` (its expectations on alerts removed)",
-            exp.name
-        )));
-    }
+    check_renderable(exp, o)?;
     let ns = o.namespace.as_str();
-    for v in &exp.variants {
-        // "<variant>-coordinator" and "<variant>-allow-coordinator" must fit in 63.
-        check_name("a variant name", &v.name, 40)?;
-        for z in &v.system.zones {
-            check_name("a zone name", z, 20)?;
-        }
-    }
     let mut out = vec![Manifest {
         file: "00-namespace.yaml".into(),
         documents: vec![obj(
@@ -252,32 +262,10 @@ pub fn render(exp: &Experiment, o: &K8sOptions) -> Result<Vec<Manifest>, RenderE
             Empty {},
         )?],
     }];
-
-    // One ConfigMap: the experiment file and each variant's system configuration.
-    let mut data = BTreeMap::new();
-    data.insert("experiment.yaml".to_string(), exp.source.clone());
-    for v in &exp.variants {
-        let mut system = v.system.clone();
-        if let CacheBackend::Redis(r) = &mut system.cache.backend {
-            if r.url.is_none() {
-                r.url = Some(format!("redis://{}-redis:{REDIS_PORT}", v.name));
-            }
-        }
-        data.insert(
-            format!("system-{}.json", v.name),
-            serde_json::to_string_pretty(&system)?,
-        );
-    }
     out.push(Manifest {
         file: "01-config.yaml".into(),
-        documents: vec![obj(
-            "v1",
-            "ConfigMap",
-            meta("harness-config", ns, labels(&[])),
-            ConfigMapBody { data },
-        )?],
+        documents: vec![config_map(exp, ns)?],
     });
-
     for v in &exp.variants {
         out.push(Manifest {
             file: format!("10-{}-system.yaml", v.name),
@@ -295,6 +283,65 @@ pub fn render(exp: &Experiment, o: &K8sOptions) -> Result<Vec<Manifest>, RenderE
     Ok(out)
 }
 
+/// Refuses what the manifests cannot carry: names Kubernetes would reject
+/// (or that grow past 63 characters in the object names built from them),
+/// an agent count out of range, a system the harness does not start, and
+/// alert rules (no Prometheus is deployed).
+fn check_renderable(exp: &Experiment, o: &K8sOptions) -> Result<(), RenderError> {
+    check_name("the namespace", &o.namespace, 63)?;
+    if !(1..=1000).contains(&o.agents) {
+        return Err(RenderError::Agents(o.agents));
+    }
+    if let crate::experiment::Environment::External { .. } = exp.environment {
+        return Err(RenderError::Environment(format!(
+            "{} drives an external target; only an embedded or containers experiment (whose system the harness starts) can be rendered",
+            exp.name
+        )));
+    }
+    if exp.alerts.is_some() {
+        return Err(RenderError::Environment(format!(
+            "{} evaluates alert rules on a Prometheus (`alerts:`), which the image does not carry and these manifests do not deploy; render a copy without `alerts:` (its expectations on alerts removed)",
+            exp.name
+        )));
+    }
+    for v in &exp.variants {
+        // "<variant>-coordinator" and "<variant>-allow-coordinator" must fit in 63.
+        check_name("a variant name", &v.name, 40)?;
+        for z in &v.system.zones {
+            check_name("a zone name", z, 20)?;
+        }
+    }
+    Ok(())
+}
+
+/// One ConfigMap: the experiment file and each variant's system
+/// configuration, its Redis URL pointing at the variant's Redis Service.
+fn config_map(exp: &Experiment, ns: &str) -> Result<serde_json::Value, RenderError> {
+    let mut data = BTreeMap::new();
+    data.insert("experiment.yaml".to_string(), exp.source.clone());
+    for v in &exp.variants {
+        let mut system = v.system.clone();
+        if let CacheBackend::Redis(r) = &mut system.cache.backend {
+            if r.url.is_none() {
+                r.url = Some(format!("redis://{}-redis:{REDIS_PORT}", v.name));
+            }
+        }
+        data.insert(
+            format!("system-{}.json", v.name),
+            serde_json::to_string_pretty(&system)?,
+        );
+    }
+    obj(
+        "v1",
+        "ConfigMap",
+        meta("harness-config", ns, labels(&[])),
+        ConfigMapBody { data },
+    )
+}
+
+/// A variant's system: Redis (when the cache asks for one), a pool per
+/// zone, and the gateway in front of the pools, each a Deployment with its
+/// Service.
 fn system_objects(
     ns: &str,
     v: &crate::experiment::Variant,
@@ -302,106 +349,98 @@ fn system_objects(
 ) -> Result<Vec<serde_json::Value>, RenderError> {
     let n = &v.name;
     let config = format!("{CONFIG_DIR}/system-{n}.json");
-    let listen = format!("0.0.0.0:{SUT_PORT}");
-    let sut = |name: String, args: Vec<String>| {
-        let (_, mount) = config_volume();
-        Container {
-            name,
-            image: o.image.clone(),
-            image_pull_policy: "IfNotPresent",
-            command: vec!["/usr/local/bin/sut".into()],
-            args,
-            env: vec![EnvVar {
-                name: "XDG_RUNTIME_DIR".into(),
-                value: "/tmp".into(),
-            }],
-            ports: vec![port("http", SUT_PORT)],
-            volume_mounts: vec![mount],
-            readiness_probe: Some(Probe {
-                http_get: HttpGet {
-                    path: "/healthz".into(),
-                    port: SUT_PORT,
-                },
-                period_seconds: 2,
-            }),
-            resources: requests("1", "512Mi"),
-        }
-    };
     let mut docs = Vec::new();
     if let CacheBackend::Redis(r) = &v.system.cache.backend {
         if r.url.is_none() {
-            let redis = Container {
-                name: "redis".into(),
-                image: o.redis_image.clone(),
-                image_pull_policy: "IfNotPresent",
-                command: Vec::new(),
-                args: crate::containers::redis_server_args(r),
-                env: Vec::new(),
-                ports: vec![port("redis", REDIS_PORT)],
-                volume_mounts: Vec::new(),
-                readiness_probe: None,
-                resources: requests("250m", "256Mi"),
-            };
-            docs.extend(deployment_and_service(
-                ns,
-                &format!("{n}-redis"),
-                labels(&[("variant", n), ("role", "redis")]),
-                redis,
-                Vec::new(),
-                ("redis", REDIS_PORT),
-            )?);
+            docs.extend(redis_objects(ns, n, r, o)?);
         }
     }
     let mut pools = Vec::new();
     for z in &v.system.zones {
         let name = format!("{n}-pool-{z}");
-        let args = [
-            "--config",
-            &config,
-            "--role",
-            "pool",
-            "--zone",
-            z,
-            "--listen",
-            &listen,
-            "--admin-from-any-peer",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
         docs.extend(deployment_and_service(
             ns,
             &name,
             labels(&[("variant", n), ("role", "pool"), ("zone", z)]),
-            sut("pool".into(), args),
+            sut_container(
+                o,
+                "pool",
+                crate::containers::sut_args(&config, "pool", Some(z)),
+            ),
             vec![config_volume().0],
             ("http", SUT_PORT),
         )?);
         pools.push("--pool".to_string());
         pools.push(format!("{z}=http://{name}:{SUT_PORT}"));
     }
-    let mut args: Vec<String> = [
-        "--config",
-        &config,
-        "--role",
-        "gateway",
-        "--listen",
-        &listen,
-        "--admin-from-any-peer",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut args = crate::containers::sut_args(&config, "gateway", None);
     args.extend(pools);
     docs.extend(deployment_and_service(
         ns,
         &format!("{n}-gateway"),
         labels(&[("variant", n), ("role", "gateway")]),
-        sut("gateway".into(), args),
+        sut_container(o, "gateway", args),
         vec![config_volume().0],
         ("http", SUT_PORT),
     )?);
     Ok(docs)
+}
+
+/// The variant's Redis (`<variant>-redis`), run with the experiment's
+/// memory limit and eviction policy.
+fn redis_objects(
+    ns: &str,
+    n: &str,
+    r: &sut::config::RedisCacheConfig,
+    o: &K8sOptions,
+) -> Result<Vec<serde_json::Value>, RenderError> {
+    let redis = Container {
+        name: "redis".into(),
+        image: o.redis_image.clone(),
+        image_pull_policy: "IfNotPresent",
+        command: Vec::new(),
+        args: crate::containers::redis_server_args(r),
+        env: Vec::new(),
+        ports: vec![port("redis", REDIS_PORT)],
+        volume_mounts: Vec::new(),
+        readiness_probe: None,
+        resources: requests("250m", "256Mi"),
+    };
+    deployment_and_service(
+        ns,
+        &format!("{n}-redis"),
+        labels(&[("variant", n), ("role", "redis")]),
+        redis,
+        Vec::new(),
+        ("redis", REDIS_PORT),
+    )
+}
+
+/// A sut process of the image (`name`: its role), reading the mounted
+/// configuration, ready once `/healthz` answers.
+fn sut_container(o: &K8sOptions, name: &str, args: Vec<String>) -> Container {
+    let (_, mount) = config_volume();
+    Container {
+        name: name.into(),
+        image: o.image.clone(),
+        image_pull_policy: "IfNotPresent",
+        command: vec!["/usr/local/bin/sut".into()],
+        args,
+        env: vec![EnvVar {
+            name: "XDG_RUNTIME_DIR".into(),
+            value: "/tmp".into(),
+        }],
+        ports: vec![port("http", SUT_PORT)],
+        volume_mounts: vec![mount],
+        readiness_probe: Some(Probe {
+            http_get: HttpGet {
+                path: "/healthz".into(),
+                port: SUT_PORT,
+            },
+            period_seconds: 2,
+        }),
+        resources: requests("1", "512Mi"),
+    }
 }
 
 /// The coordinator's command line (also quoted in the README).
@@ -449,14 +488,19 @@ pub(crate) fn agent_args(exp: &Experiment, variant: &str, o: &K8sOptions) -> Vec
     a
 }
 
+/// A variant's run: the coordinator as a Job with the Service its agents
+/// reach, and the agents as an Indexed Job (the index is the shard).
 fn run_objects(
     exp: &Experiment,
     ns: &str,
     n: &str,
     o: &K8sOptions,
 ) -> Result<Vec<serde_json::Value>, RenderError> {
-    // The run's bound, with room for calibration, agents joining and the drain.
-    let deadline = exp.duration.as_secs() + 600;
+    let jobs = Jobs {
+        ns,
+        // The run's bound, with room for calibration, agents joining and the drain.
+        deadline: exp.duration.as_secs() + 600,
+    };
     let coordinator_labels = labels(&[("variant", n), ("role", "coordinator")]);
     let (config, mount) = config_volume();
     let reports = Volume {
@@ -464,7 +508,39 @@ fn run_objects(
         config_map: None,
         empty_dir: Some(Empty {}),
     };
-    let coordinator = Container {
+    Ok(vec![
+        jobs.job(
+            format!("{n}-coordinator"),
+            coordinator_labels.clone(),
+            coordinator_container(exp, n, o, mount),
+            vec![config, reports],
+            None,
+        )?,
+        service(
+            ns,
+            &format!("{n}-coordinator"),
+            coordinator_labels,
+            ("agents", COORDINATOR_PORT),
+        )?,
+        jobs.job(
+            format!("{n}-agents"),
+            labels(&[("variant", n), ("role", "agent")]),
+            agent_container(exp, n, o),
+            vec![config_volume().0],
+            Some(o.agents),
+        )?,
+    ])
+}
+
+/// The `harness` run of variant `n`, waiting for its agents, its reports
+/// written to `/reports`; `config`: the mounted experiment.
+fn coordinator_container(
+    exp: &Experiment,
+    n: &str,
+    o: &K8sOptions,
+    config: VolumeMount,
+) -> Container {
+    Container {
         name: "coordinator".into(),
         image: o.image.clone(),
         image_pull_policy: "IfNotPresent",
@@ -476,7 +552,7 @@ fn run_objects(
         }],
         ports: vec![port("agents", COORDINATOR_PORT)],
         volume_mounts: vec![
-            mount,
+            config,
             VolumeMount {
                 name: "reports".into(),
                 mount_path: "/reports".into(),
@@ -485,23 +561,54 @@ fn run_objects(
         ],
         readiness_probe: None,
         resources: requests("1", "1Gi"),
-    };
-    let job = |name: String,
-               labels: Labels,
-               container: Container,
-               volumes: Vec<Volume>,
-               indexed: Option<u32>| {
+    }
+}
+
+/// A load agent of variant `n` (`harness agent`).
+fn agent_container(exp: &Experiment, n: &str, o: &K8sOptions) -> Container {
+    Container {
+        name: "agent".into(),
+        image: o.image.clone(),
+        image_pull_policy: "IfNotPresent",
+        command: vec!["/usr/local/bin/harness".into()],
+        args: agent_args(exp, n, o),
+        env: Vec::new(),
+        ports: Vec::new(),
+        volume_mounts: vec![config_volume().1],
+        readiness_probe: None,
+        resources: requests("1", "512Mi"),
+    }
+}
+
+/// The Jobs of one variant's run: in namespace `ns`, never retried, ended
+/// by Kubernetes after `deadline` seconds.
+struct Jobs<'a> {
+    ns: &'a str,
+    deadline: u64,
+}
+
+impl Jobs<'_> {
+    /// A Job of one pod, or (`indexed: Some(n)`) an Indexed Job of `n` pods
+    /// all at once.
+    fn job(
+        &self,
+        name: String,
+        labels: Labels,
+        container: Container,
+        volumes: Vec<Volume>,
+        indexed: Option<u32>,
+    ) -> Result<serde_json::Value, RenderError> {
         obj(
             "batch/v1",
             "Job",
-            meta(&name, ns, labels.clone()),
+            meta(&name, self.ns, labels.clone()),
             Spec {
                 spec: JobSpec {
                     completion_mode: indexed.map(|_| "Indexed"),
                     completions: indexed.unwrap_or(1),
                     parallelism: indexed.unwrap_or(1),
                     backoff_limit: 0,
-                    active_deadline_seconds: deadline,
+                    active_deadline_seconds: self.deadline,
                     template: PodTemplate {
                         metadata: TemplateMeta { labels },
                         spec: PodSpec {
@@ -514,60 +621,20 @@ fn run_objects(
                 },
             },
         )
-    };
-    let mut docs = vec![
-        job(
-            format!("{n}-coordinator"),
-            coordinator_labels.clone(),
-            coordinator,
-            vec![config, reports],
-            None,
-        )?,
-        obj(
-            "v1",
-            "Service",
-            meta(&format!("{n}-coordinator"), ns, coordinator_labels.clone()),
-            Spec {
-                spec: ServiceSpec {
-                    selector: coordinator_labels,
-                    ports: vec![ServicePort {
-                        name: "agents".into(),
-                        port: COORDINATOR_PORT,
-                        target_port: COORDINATOR_PORT,
-                        protocol: "TCP",
-                    }],
-                },
-            },
-        )?,
-    ];
-    let agent = Container {
-        name: "agent".into(),
-        image: o.image.clone(),
-        image_pull_policy: "IfNotPresent",
-        command: vec!["/usr/local/bin/harness".into()],
-        args: agent_args(exp, n, o),
-        env: Vec::new(),
-        ports: Vec::new(),
-        volume_mounts: vec![config_volume().1],
-        readiness_probe: None,
-        resources: requests("1", "512Mi"),
-    };
-    docs.push(job(
-        format!("{n}-agents"),
-        labels(&[("variant", n), ("role", "agent")]),
-        agent,
-        vec![config_volume().0],
-        Some(o.agents),
-    )?);
-    Ok(docs)
+    }
 }
 
 /// A manifest as YAML: its documents separated by `---`.
-pub fn to_yaml(m: &Manifest) -> Result<String, String> {
+pub fn to_yaml(m: &Manifest) -> Result<String, RenderError> {
     let mut s = String::new();
     for d in &m.documents {
         s.push_str("---\n");
-        s.push_str(&serde_saphyr::to_string(d).map_err(|e| format!("{}: {e}", m.file))?);
+        s.push_str(
+            &serde_saphyr::to_string(d).map_err(|error| RenderError::Yaml {
+                file: m.file.clone(),
+                error,
+            })?,
+        );
         if !s.ends_with('\n') {
             s.push('\n');
         }

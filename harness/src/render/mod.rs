@@ -41,8 +41,8 @@ pub struct K8sArgs {
 }
 
 /// Renders and writes every file; returns the paths written.
-pub fn k8s_to_dir(args: &K8sArgs) -> Result<Vec<PathBuf>, String> {
-    let exp = crate::experiment::load(&args.experiment, args.quick).map_err(|e| e.to_string())?;
+pub fn k8s_to_dir(args: &K8sArgs) -> Result<Vec<PathBuf>, k8s::RenderError> {
+    let exp = crate::experiment::load(&args.experiment, args.quick)?;
     let opts = k8s::K8sOptions {
         namespace: args.namespace.clone(),
         agents: args.agents,
@@ -50,9 +50,11 @@ pub fn k8s_to_dir(args: &K8sArgs) -> Result<Vec<PathBuf>, String> {
         redis_image: args.redis_image.clone(),
         quick: args.quick,
     };
-    let manifests = k8s::render(&exp, &opts).map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| format!("creating {}: {e}", args.out.display()))?;
+    let manifests = k8s::render(&exp, &opts)?;
+    std::fs::create_dir_all(&args.out).map_err(|error| k8s::RenderError::CreateDir {
+        path: args.out.clone(),
+        error,
+    })?;
     let mut written = Vec::new();
     for m in &manifests {
         let path = args.out.join(&m.file);
@@ -65,6 +67,9 @@ pub fn k8s_to_dir(args: &K8sArgs) -> Result<Vec<PathBuf>, String> {
     Ok(written)
 }
 
-fn write(path: &Path, text: &str) -> Result<(), String> {
-    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))
+fn write(path: &Path, text: &str) -> Result<(), k8s::RenderError> {
+    std::fs::write(path, text).map_err(|error| k8s::RenderError::Write {
+        path: path.to_path_buf(),
+        error,
+    })
 }

@@ -4,7 +4,7 @@
 
 use crate::axis::{parse_range, parse_trigger, Range, Trigger};
 use crate::experiment::{self, Experiment};
-use crate::tree::{parse_set, set_path, to_yaml, with_sets};
+use crate::tree::{parse_sets, set_path, to_yaml, with_sets, Source};
 use anyhow::Context;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -116,31 +116,20 @@ pub fn plan(
     variant: Option<&str>,
     seed: Option<u64>,
 ) -> anyhow::Result<Plan> {
-    let file = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     // The file as written must be valid first (errors point at its lines).
-    let base = experiment::parse(&text, &file, true).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let tree: Value = serde_saphyr::from_str(&text).map_err(|e| anyhow::anyhow!("{file}: {e}"))?;
+    let src = Source::read(path, true)?;
     let loads = parse_range(loads).context("--load")?;
     let trigger = parse_trigger(trigger)?;
-    let sets = sets
-        .iter()
-        .map(|s| parse_set(s))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    if tree.pointer("/quick/timeline").is_some() {
+    let sets = parse_sets(sets)?;
+    if src.tree.pointer("/quick/timeline").is_some() {
         for p in &trigger.paths {
             if p.starts_with("timeline.") {
                 eprintln!("warning: {p}: the sweep runs the quick form, which uses `quick.timeline`; this path only changes the full timeline");
             }
         }
     }
-    let variants: Vec<String> = base
-        .variants
-        .iter()
-        .map(|v| v.name.clone())
-        .filter(|n| variant.is_none_or(|w| w == n))
-        .collect();
+    let base = &src.base;
+    let variants = src.variants(variant);
     if variants.is_empty() {
         anyhow::bail!(
             "no variant named {:?} in {} (it has: {})",
@@ -154,28 +143,12 @@ pub fn plan(
         );
     }
     let base_seed = seed.unwrap_or(base.seed);
-    let mut cells: Vec<Cell> = Vec::new();
-    for y in 0..trigger.range.values.len() {
-        for x in 0..loads.values.len() {
-            let index = cells.len();
-            let text = cell_text(&tree, &sets, Some((load_path, loads.json(x))), &trigger, y)?;
-            let label = format!(
-                "{file} (sweep cell load={} {}={})",
-                loads.text(x),
-                trigger.paths[0],
-                trigger.range.text(y)
-            );
-            let mut e =
-                experiment::parse(&text, &label, true).map_err(|e| anyhow::anyhow!("{e}"))?;
-            e.seed = base_seed.wrapping_add(index as u64);
-            cells.push(Cell {
-                index,
-                x,
-                y,
-                experiment: e,
-            });
-        }
-    }
+    let axes = Axes {
+        loads: &loads,
+        load_path,
+        trigger: &trigger,
+    };
+    let cells = axes.cells(&src, &sets, base_seed)?;
     let cells_duration = cells
         .iter()
         .map(|c| c.experiment.duration)
@@ -183,7 +156,7 @@ pub fn plan(
         .unwrap_or(base.duration);
     Ok(Plan {
         name: base.name.clone(),
-        file,
+        file: src.file,
         loads,
         load_path: load_path.to_string(),
         trigger,
@@ -198,9 +171,56 @@ pub fn plan(
     })
 }
 
+/// The grid's two axes: the loads (x), set at `load_path`, and the
+/// trigger's values (y).
+struct Axes<'a> {
+    loads: &'a Range,
+    load_path: &'a str,
+    trigger: &'a Trigger,
+}
+
+impl Axes<'_> {
+    /// Every cell, row by row (trigger value, then load), each the file with
+    /// `sets` and its two values, validated, seeded `base_seed` + its index.
+    fn cells(
+        &self,
+        src: &Source,
+        sets: &[(String, Value)],
+        base_seed: u64,
+    ) -> anyhow::Result<Vec<Cell>> {
+        let (loads, trigger) = (self.loads, self.trigger);
+        let mut cells: Vec<Cell> = Vec::new();
+        for y in 0..trigger.range.values.len() {
+            for x in 0..loads.values.len() {
+                let index = cells.len();
+                let load = Some((self.load_path, loads.json(x)));
+                let text = cell_text(&src.tree, sets, load, trigger, y)?;
+                let label = format!(
+                    "{} (sweep cell load={} {}={})",
+                    src.file,
+                    loads.text(x),
+                    trigger.paths[0],
+                    trigger.range.text(y)
+                );
+                let mut e =
+                    experiment::parse(&text, &label, true).map_err(|e| anyhow::anyhow!("{e}"))?;
+                e.seed = base_seed.wrapping_add(index as u64);
+                cells.push(Cell {
+                    index,
+                    x,
+                    y,
+                    experiment: e,
+                });
+            }
+        }
+        Ok(cells)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tree::parse_set;
     use serde_json::json;
 
     #[test]

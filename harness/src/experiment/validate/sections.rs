@@ -401,55 +401,9 @@ pub(super) fn variants(
     let mut variants = Vec::new();
     for (vname, v) in &raw.variants {
         let at = &v.referenced;
-        if vname.is_empty()
-            || !vname
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            return Err(cx.err(
-                at,
-                format!("variants.{vname}"),
-                "variant names are ASCII letters, digits, '-' or '_'",
-            ));
-        }
-        let mut merged = base_system_tree.clone();
-        if let Some(over) = tree.pointer(&format!("/variants/{}/system", escape_pointer(vname))) {
-            merge(&mut merged, over);
-        }
-        let system: SystemConfig = serde_json::from_value(merged)
-            .map_err(|e| cx.err(at, format!("variants.{vname}.system"), e.to_string()))?;
-        system.validate().map_err(|e| {
-            cx.err(
-                at,
-                format!("variants.{vname}.system.{}", e.field),
-                e.message,
-            )
-        })?;
-        let mut client_b = base_client.clone();
-        if let Some(c) = &v.value.client {
-            if let Some(r) = &c.retry {
-                r.validate()
-                    .map_err(|m| cx.err(at, format!("variants.{vname}.client.retry"), m))?;
-                client_b.retry = r.clone();
-            }
-            if let Some(t) = &c.timeout {
-                client_b.timeout =
-                    cx.duration(at, &format!("variants.{vname}.client.timeout"), t)?;
-            }
-            if c.mode.is_some() || c.poll.is_some() {
-                let mode = c.mode.unwrap_or(match client_b.submission {
-                    Submission::Sync => ClientMode::Sync,
-                    Submission::Async { .. } => ClientMode::Async,
-                });
-                client_b.submission = super::client::submission(
-                    cx,
-                    at,
-                    &format!("variants.{vname}.client"),
-                    mode,
-                    c.poll.as_ref(),
-                )?;
-            }
-        }
+        variant_name(cx, at, vname)?;
+        let system = variant_system(cx, at, vname, &base_system_tree, tree)?;
+        let client = variant_client(cx, at, vname, &base_client, v.value.client.as_ref())?;
         if let Environment::External { .. } = environment {
             if v.value.system.is_some() {
                 return Err(cx.err(at, format!("variants.{vname}.system"), "an external target's configuration cannot be changed by the harness; variants of an external experiment may only change `client`"));
@@ -459,11 +413,91 @@ pub(super) fn variants(
             name: vname.clone(),
             description: v.value.description.clone(),
             system,
-            client: client_b,
+            client,
         });
     }
 
     Ok(variants)
+}
+
+/// A variant's name names its report folder and its part of object names:
+/// ASCII letters, digits, '-' or '_'.
+fn variant_name(cx: &Ctx, at: &Location, vname: &str) -> Result<(), ExperimentError> {
+    if vname.is_empty()
+        || !vname
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(cx.err(
+            at,
+            format!("variants.{vname}"),
+            "variant names are ASCII letters, digits, '-' or '_'",
+        ));
+    }
+    Ok(())
+}
+
+/// The variant's system: its `system:` overrides merged onto the base
+/// system's tree, read as typed configuration (a misspelt key is an error
+/// at the variant) and validated again.
+fn variant_system(
+    cx: &Ctx,
+    at: &Location,
+    vname: &str,
+    base_system_tree: &serde_json::Value,
+    tree: &serde_json::Value,
+) -> Result<SystemConfig, ExperimentError> {
+    let mut merged = base_system_tree.clone();
+    if let Some(over) = tree.pointer(&format!("/variants/{}/system", escape_pointer(vname))) {
+        merge(&mut merged, over);
+    }
+    let system: SystemConfig = serde_json::from_value(merged)
+        .map_err(|e| cx.err(at, format!("variants.{vname}.system"), e.to_string()))?;
+    system.validate().map_err(|e| {
+        cx.err(
+            at,
+            format!("variants.{vname}.system.{}", e.field),
+            e.message,
+        )
+    })?;
+    Ok(system)
+}
+
+/// The variant's client: the base client with the variant's retry policy,
+/// timeout and submission mode (a poll alone keeps the base mode).
+fn variant_client(
+    cx: &Ctx,
+    at: &Location,
+    vname: &str,
+    base_client: &ClientBehaviour,
+    over: Option<&RawClientOverride>,
+) -> Result<ClientBehaviour, ExperimentError> {
+    let mut client_b = base_client.clone();
+    let Some(c) = over else {
+        return Ok(client_b);
+    };
+    if let Some(r) = &c.retry {
+        r.validate()
+            .map_err(|m| cx.err(at, format!("variants.{vname}.client.retry"), m))?;
+        client_b.retry = r.clone();
+    }
+    if let Some(t) = &c.timeout {
+        client_b.timeout = cx.duration(at, &format!("variants.{vname}.client.timeout"), t)?;
+    }
+    if c.mode.is_some() || c.poll.is_some() {
+        let mode = c.mode.unwrap_or(match client_b.submission {
+            Submission::Sync => ClientMode::Sync,
+            Submission::Async { .. } => ClientMode::Async,
+        });
+        client_b.submission = super::client::submission(
+            cx,
+            at,
+            &format!("variants.{vname}.client"),
+            mode,
+            c.poll.as_ref(),
+        )?;
+    }
+    Ok(client_b)
 }
 
 fn escape_pointer(s: &str) -> String {
