@@ -230,8 +230,13 @@ fn every_committed_campaign_context_names_a_shipped_experiment_and_form() {
             None => (stem.clone(), false),
         };
         let exp = harness::experiment::load(&root.join(format!("{file}.yaml")), quick).unwrap();
-        assert_eq!((ctx.experiment.as_str(), ctx.quick), (exp.name.as_str(), quick), "{stem}");
-        let recorded = harness::campaign::recorded_context(&root.join(format!("{file}.yaml")), &exp);
+        assert_eq!(
+            (ctx.experiment.as_str(), ctx.quick),
+            (exp.name.as_str(), quick),
+            "{stem}"
+        );
+        let recorded =
+            harness::campaign::recorded_context(&root.join(format!("{file}.yaml")), &exp);
         assert_eq!(recorded, Some(ctx), "{stem} is found beside its experiment");
     }
 }

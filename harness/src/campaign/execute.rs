@@ -47,35 +47,74 @@ struct Running {
 
 /// Runs every job of `plan`; returns what each left.
 pub(crate) fn run_all(plan: &Plan, stop: &StopSignal) -> Outcome {
-    let mut queue: VecDeque<(Job, bool)> = VecDeque::new();
-    let mut runs = Vec::new();
-    for job in plan.jobs() {
-        let rel = super::run_dir(&job.variant, job.seed, job.repeat);
-        match collect::find_summary(&plan.dir.join(&rel)) {
-            // --resume: a run with a report is kept as it is.
-            Some(_) => runs.push(collect::finished(&plan.dir, &rel, &job, Exit::Recorded)),
-            None => queue.push_back((job, false)),
-        }
-    }
-    let total = queue.len();
-    let mut parallel = plan.parallel;
-    let mut running: Vec<Running> = Vec::new();
+    let mut s = Scheduler {
+        plan,
+        queue: VecDeque::new(),
+        running: Vec::new(),
+        runs: Vec::new(),
+        parallel: plan.parallel,
+        total: 0,
+    };
+    s.queue_unfinished();
     let mut forwarded = false;
     loop {
         if stop.is_set() && !forwarded {
             forwarded = true;
-            queue.clear();
-            for r in &running {
+            s.queue.clear();
+            for r in &s.running {
                 signal(&r.child, libc::SIGINT);
             }
         }
-        while running.len() < parallel {
-            let Some((job, retry)) = queue.pop_front() else {
+        s.fill();
+        if s.running.is_empty() && (s.queue.is_empty() || stop.is_set()) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        s.reap(stop.is_set());
+    }
+    Outcome {
+        runs: s.runs,
+        parallel_end: s.parallel,
+    }
+}
+
+/// The campaign's runs: waiting, running and done.
+struct Scheduler<'a> {
+    plan: &'a Plan,
+    /// (job, this is its second try).
+    queue: VecDeque<(Job, bool)>,
+    running: Vec<Running>,
+    runs: Vec<CampaignRun>,
+    parallel: usize,
+    /// Runs to make (not counting those `--resume` found done).
+    total: usize,
+}
+
+impl Scheduler<'_> {
+    /// Queues every job without a report; `--resume` keeps those with one.
+    fn queue_unfinished(&mut self) {
+        for job in self.plan.jobs() {
+            let rel = super::run_dir(&job.variant, job.seed, job.repeat);
+            match collect::find_summary(&self.plan.dir.join(&rel)) {
+                Some(_) => {
+                    let run = collect::finished(&self.plan.dir, &rel, &job, Exit::Recorded);
+                    self.runs.push(run);
+                }
+                None => self.queue.push_back((job, false)),
+            }
+        }
+        self.total = self.queue.len();
+    }
+
+    /// Starts runs until `parallel` are running or none is left.
+    fn fill(&mut self) {
+        while self.running.len() < self.parallel {
+            let Some((job, retry)) = self.queue.pop_front() else {
                 break;
             };
-            match spawn(plan, &job, retry) {
-                Ok(r) => running.push(r),
-                Err(why) => runs.push(CampaignRun {
+            match spawn(self.plan, &job, retry) {
+                Ok(r) => self.running.push(r),
+                Err(why) => self.runs.push(CampaignRun {
                     variant: job.variant.clone(),
                     seed: job.seed,
                     repeat: job.repeat,
@@ -84,39 +123,38 @@ pub(crate) fn run_all(plan: &Plan, stop: &StopSignal) -> Outcome {
                 }),
             }
         }
-        if running.is_empty() && (queue.is_empty() || stop.is_set()) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-        let limit = plan.per_run() * 3 + Duration::from_secs(60);
+    }
+
+    /// Collects the runs that ended; a late one is queued again once, with
+    /// one run fewer at once.
+    fn reap(&mut self, stopping: bool) {
+        let limit = self.plan.per_run() * 3 + Duration::from_secs(60);
         let mut i = 0;
-        while i < running.len() {
-            overrun(&mut running[i], limit);
-            let Ok(Some(status)) = running[i].child.try_wait() else {
+        while i < self.running.len() {
+            overrun(&mut self.running[i], limit);
+            let Ok(Some(status)) = self.running[i].child.try_wait() else {
                 i += 1;
                 continue;
             };
-            let r = running.swap_remove(i);
+            let r = self.running.swap_remove(i);
             let exit = match (status.code(), status.signal()) {
                 (Some(c), _) => Exit::Code(c),
                 (None, Some(s)) => Exit::Signal(s),
                 (None, None) => Exit::Code(-1),
             };
-            let run = collect::finished(&plan.dir, &r.rel, &r.job, exit);
-            report_progress(&run, runs.len() + 1, total, r.started.elapsed());
-            if matches!(run.status, RunStatus::Excluded { .. }) && !r.retry && !stop.is_set() {
-                parallel = parallel.saturating_sub(1).max(1);
+            let run = collect::finished(&self.plan.dir, &r.rel, &r.job, exit);
+            report_progress(&run, self.runs.len() + 1, self.total, r.started.elapsed());
+            if matches!(run.status, RunStatus::Excluded { .. }) && !r.retry && !stopping {
+                self.parallel = self.parallel.saturating_sub(1).max(1);
                 eprintln!(
-                    "  its load was not delivered as planned: left out, run again; now {parallel} at once"
+                    "  its load was not delivered as planned: left out, run again; now {} at once",
+                    self.parallel
                 );
-                queue.push_front((r.job.clone(), true));
+                self.queue.push_front((r.job.clone(), true));
+                self.total += 1;
             }
-            runs.push(run);
+            self.runs.push(run);
         }
-    }
-    Outcome {
-        runs,
-        parallel_end: parallel,
     }
 }
 
