@@ -128,7 +128,15 @@ fn a_killed_run_is_named_as_errored_and_the_campaign_fails() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     let j = campaign_json(&dir);
     let all = j["runs"].as_array().unwrap();
-    assert_eq!(all.len(), 4, "every planned run is recorded: {stderr}");
+    // A run left out for a late load (a busy test machine) is run again:
+    // count the planned (variant, seed) pairs.
+    let mut planned: Vec<(String, u64)> = all
+        .iter()
+        .map(|r| (r["variant"].as_str().unwrap().to_string(), r["seed"].as_u64().unwrap()))
+        .collect();
+    planned.sort();
+    planned.dedup();
+    assert_eq!(planned.len(), 4, "every planned run is recorded: {stderr}");
     let errored: Vec<_> = all
         .iter()
         .filter(|r| r["status"]["status"] == "errored")
