@@ -5,6 +5,8 @@
 //! handshake refuses a different seed or experiment; no agent outlives its
 //! run, also after Ctrl-C or a killed coordinator.
 
+mod common;
+use common::{alive, children};
 use harness::agent::coordinator::{check_hello, AgentSource, Coordinator, Expected};
 use harness::agent::protocol::{self, Hello};
 use std::path::PathBuf;
@@ -68,44 +70,6 @@ fn summary(stdout: &[u8]) -> serde_json::Value {
         .find(|l| l.starts_with('{'))
         .unwrap_or_else(|| panic!("no summary JSON in {text}"));
     serde_json::from_str(line).unwrap()
-}
-
-/// The pids of `parent`'s children whose command line contains `needle`.
-fn children(parent: u32, needle: &str) -> Vec<u32> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // pid (comm) state ppid ...: the comm may hold spaces, so split after ')'.
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        if ppid != Some(parent) {
-            continue;
-        }
-        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-        if cmd.contains(needle) {
-            out.push(pid);
-        }
-    }
-    out
-}
-
-fn alive(pid: u32) -> bool {
-    // A zombie is dead: it only waits for its parent to read its status.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, r)| r.trim_start().starts_with('Z'))
-        })
-        .is_some_and(|zombie| !zombie)
 }
 
 /// Waits for the run's agents to be up (and returns their pids).

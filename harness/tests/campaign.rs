@@ -4,6 +4,8 @@
 //! finished and leaves no process; `campaign:` is validated with located
 //! errors.
 
+mod common;
+use common::{alive, children};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -57,41 +59,10 @@ fn campaign(dir: &Path, extra: &[&str]) -> Command {
     c
 }
 
-/// The pids of `parent`'s children (the campaign's runs).
-fn children(parent: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        if ppid == Some(parent) && alive(pid) {
-            out.push(pid);
-        }
-    }
-    out
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, r)| r.trim_start().starts_with('Z'))
-        })
-        .is_some_and(|zombie| !zombie)
-}
-
 fn wait_for_runs(c: &Child, n: usize) -> Vec<u32> {
     let until = Instant::now() + Duration::from_secs(60);
     loop {
-        let pids = children(c.id());
+        let pids = children(c.id(), "");
         if pids.len() >= n || Instant::now() > until {
             return pids;
         }
@@ -132,7 +103,12 @@ fn a_killed_run_is_named_as_errored_and_the_campaign_fails() {
     // count the planned (variant, seed) pairs.
     let mut planned: Vec<(String, u64)> = all
         .iter()
-        .map(|r| (r["variant"].as_str().unwrap().to_string(), r["seed"].as_u64().unwrap()))
+        .map(|r| {
+            (
+                r["variant"].as_str().unwrap().to_string(),
+                r["seed"].as_u64().unwrap(),
+            )
+        })
         .collect();
     planned.sort();
     planned.dedup();

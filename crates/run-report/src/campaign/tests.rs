@@ -261,3 +261,45 @@ fn a_recorded_summary_reads_back() {
     let old = serde_json::json!({ "schema_version": 3, "variants": [] });
     assert!(read::judged_variants(&old).unwrap_err().contains("older"));
 }
+
+#[test]
+fn a_run_is_placed_in_the_campaign_it_belongs_to() {
+    let c = CampaignSummary::build(plan(), &spec(), runs());
+    let ctx = context::CampaignContext::of(&c, "20261204T203025Z-seed1");
+    assert_eq!(ctx.seeds_text(), "seeds 1–10");
+    let before = &ctx.variants["before-fix"];
+    assert_eq!(before.runs, 10);
+    assert_eq!(before.verdicts["metastable"], 1);
+    assert_eq!(before.figures[&Metric::Waves], (3.0, 5.0, 6.0));
+    let json = serde_json::to_string(&ctx).unwrap();
+    let back: context::CampaignContext = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, ctx, "a committed context reads back as written");
+    // One run of before-fix with 9 waves: recovered as 9 of 10 were, waves outside.
+    let mut run = crate::model::VariantRun {
+        name: "before-fix".into(),
+        ..Default::default()
+    };
+    run.seconds = (0..5)
+        .map(|t| crate::model::Second {
+            t,
+            ..Default::default()
+        })
+        .collect();
+    let mut a = crate::analysis::analyse_variant(&run, &crate::model::AnalysisConfig::default());
+    a.metrics.insert(&MetricRef::whole(Metric::Waves), 9.0);
+    let analysis = crate::analysis::Analysis {
+        variants: vec![a],
+        expectations: Vec::new(),
+        all_passed: true,
+        fidelity: Vec::new(),
+        verdict_rule: String::new(),
+        wave_rule: String::new(),
+    };
+    let lines = ctx.place(&analysis);
+    assert_eq!(lines.len(), 1);
+    assert!(
+        lines[0].contains("waves 9 (OUTSIDE seeds 1–10: 3–6, median 5)"),
+        "{}",
+        lines[0]
+    );
+}
