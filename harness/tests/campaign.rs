@@ -1,7 +1,7 @@
 //! Campaigns end to end, through the `harness` binary (each run is a child
 //! process of it): a run killed mid-campaign is named as errored, the
 //! campaign completes and exits non-zero; Ctrl-C writes the campaign of what
-//! finished and leaves no process; `campaign:` is validated with located
+//! finished and leaves no process, and `--resume` completes it; `campaign:` is validated with located
 //! errors.
 
 mod common;
@@ -130,7 +130,7 @@ fn a_killed_run_is_named_as_errored_and_the_campaign_fails() {
 }
 
 #[test]
-fn ctrl_c_writes_the_campaign_of_what_finished_and_leaves_no_process() {
+fn ctrl_c_writes_what_finished_leaves_no_process_and_resume_completes_it() {
     let dir = scratch("ctrl-c");
     let c = campaign(&dir, &["--seeds", "1..4", "--parallel", "2"])
         .spawn()
@@ -156,6 +156,26 @@ fn ctrl_c_writes_the_campaign_of_what_finished_and_leaves_no_process() {
     assert!(std::fs::read_to_string(page)
         .unwrap()
         .contains("INTERRUPTED"));
+
+    // --resume runs the interrupted runs and the rest, and keeps the plan.
+    let folder = std::fs::canonicalize(dir.join("out/campaign-short-campaign/latest")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(["campaign", "--resume"])
+        .arg(&folder)
+        .args(["--parallel", "2"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join("campaign.json")).unwrap())
+            .unwrap();
+    let runs = j["runs"].as_array().unwrap();
+    assert!(runs.len() >= 8, "seeds 1-4 x 2 variants: {stderr}");
+    assert!(
+        runs.iter().all(|r| r["status"]["status"] != "errored"),
+        "{stderr}"
+    );
 }
 
 #[test]

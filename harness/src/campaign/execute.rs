@@ -54,6 +54,7 @@ pub(crate) fn run_all(plan: &Plan, stop: &StopSignal) -> Outcome {
         runs: Vec::new(),
         parallel: plan.parallel,
         total: 0,
+        kept: 0,
     };
     s.queue_unfinished();
     let mut forwarded = false;
@@ -88,21 +89,26 @@ struct Scheduler<'a> {
     parallel: usize,
     /// Runs to make (not counting those `--resume` found done).
     total: usize,
+    /// Runs `--resume` found done.
+    kept: usize,
 }
 
 impl Scheduler<'_> {
-    /// Queues every job without a report; `--resume` keeps those with one.
+    /// Queues every job without a finished report; `--resume` keeps the
+    /// runs that were judged or left out, and runs again those that were
+    /// interrupted or errored.
     fn queue_unfinished(&mut self) {
         for job in self.plan.jobs() {
             let rel = super::run_dir(&job.variant, job.seed, job.repeat);
-            match collect::find_summary(&self.plan.dir.join(&rel)) {
-                Some(_) => {
-                    let run = collect::finished(&self.plan.dir, &rel, &job, Exit::Recorded);
-                    self.runs.push(run);
-                }
+            let kept = collect::find_summary(&self.plan.dir.join(&rel))
+                .map(|_| collect::finished(&self.plan.dir, &rel, &job, Exit::Recorded))
+                .filter(|run| !matches!(run.status, RunStatus::Errored { .. }));
+            match kept {
+                Some(run) => self.runs.push(run),
                 None => self.queue.push_back((job, false)),
             }
         }
+        self.kept = self.runs.len();
         self.total = self.queue.len();
     }
 
@@ -143,7 +149,8 @@ impl Scheduler<'_> {
                 (None, None) => Exit::Code(-1),
             };
             let run = collect::finished(&self.plan.dir, &r.rel, &r.job, exit);
-            report_progress(&run, self.runs.len() + 1, self.total, r.started.elapsed());
+            let done = self.runs.len() + 1 - self.kept;
+            report_progress(&run, done, self.total, r.started.elapsed());
             if matches!(run.status, RunStatus::Excluded { .. }) && !r.retry && !stopping {
                 self.parallel = self.parallel.saturating_sub(1).max(1);
                 eprintln!(
