@@ -42,7 +42,8 @@ pub struct CampaignArgs {
     /// Report folder root; the campaign goes to <OUT>/<experiment>-campaign/<id>/.
     #[arg(long, default_value = "reports")]
     pub out: PathBuf,
-    /// Continue the campaign in DIR: runs with a report are kept, the rest run.
+    /// Continue the campaign in DIR (its plan.json): judged runs are kept;
+    /// interrupted, errored and missing ones run.
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
 }
