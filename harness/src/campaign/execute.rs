@@ -193,6 +193,9 @@ fn spawn(plan: &Plan, job: &Job, retry: bool) -> Result<Running, String> {
     if plan.exp.quick {
         cmd.arg("--quick");
     }
+    if let Some(n) = plan.agents {
+        cmd.args(["--agents", &n.to_string()]);
+    }
     // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
     unsafe {
         cmd.pre_exec(|| {

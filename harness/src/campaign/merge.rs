@@ -12,7 +12,8 @@ use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct MergeArgs {
-    /// Folders holding run reports (searched 6 folders deep).
+    /// Folders holding run reports (searched 10 folders deep: a campaign's
+    /// folder, or several).
     #[arg(required = true)]
     pub dirs: Vec<PathBuf>,
     /// Judge against this experiment file's `campaign:` (expectations over
@@ -108,7 +109,7 @@ struct Recorded {
 fn recorded_runs(dirs: &[PathBuf]) -> Result<Recorded, CliError> {
     let mut summaries = Vec::new();
     for d in dirs {
-        collect::collect_summaries(d, &mut summaries, 6);
+        collect::collect_summaries(d, &mut summaries, 10);
     }
     summaries.sort();
     if summaries.is_empty() {

@@ -33,6 +33,11 @@ pub struct CampaignArgs {
     /// The experiment's quick form.
     #[arg(long)]
     pub quick: bool,
+    /// Split each run's load over N load agents (as `harness FILE --agents
+    /// N`); `campaign compare` then tells whether N agents measure what one
+    /// does.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub agents: Option<u32>,
     /// Refuse plans estimated to take longer than this.
     #[arg(long, default_value = "60m")]
     pub budget: humantime::Duration,
@@ -67,6 +72,8 @@ struct Saved {
     seeds: Vec<u64>,
     repeats: u32,
     variants: Vec<String>,
+    #[serde(default)]
+    agents: Option<u32>,
 }
 
 /// A validated campaign, ready to run.
@@ -77,6 +84,8 @@ pub(crate) struct Plan {
     pub repeats: u32,
     pub variants: Vec<String>,
     pub parallel: usize,
+    /// Load agents per run (`--agents`).
+    pub agents: Option<u32>,
     /// The campaign's folder.
     pub dir: PathBuf,
 }
@@ -130,6 +139,7 @@ impl Plan {
         let plan = Plan {
             file,
             repeats: saved.as_ref().map_or(args.repeat, |s| s.repeats),
+            agents: saved.as_ref().map_or(args.agents, |s| s.agents),
             parallel: args.parallel.map_or_else(default_parallel, |n| n as usize),
             exp,
             seeds,
@@ -151,6 +161,7 @@ impl Plan {
             seeds: self.seeds.clone(),
             repeats: self.repeats,
             variants: self.variants.clone(),
+            agents: self.agents,
         };
         let json = serde_json::to_vec_pretty(&saved).map_err(CliError::new)?;
         run_report::write_files(&self.dir, &[("plan.json", &json)])
@@ -189,9 +200,10 @@ impl Plan {
 
     pub fn describe(&self) -> String {
         format!(
-            "campaign of {}{}: {} variant(s) ({}) x {} seed(s) x {} repeat(s) = {} runs of {} each, {} at once: estimated {}\n  into {}",
+            "campaign of {}{}{}: {} variant(s) ({}) x {} seed(s) x {} repeat(s) = {} runs of {} each, {} at once: estimated {}\n  into {}",
             self.exp.name,
             if self.exp.quick { " (quick form)" } else { "" },
+            self.agents.map_or(String::new(), |n| format!(" with {n} load agents a run")),
             self.variants.len(),
             self.variants.join(", "),
             self.seeds.len(),
