@@ -8,7 +8,7 @@
 //! stays significant after it.
 
 use super::aggregate::{value_of, FIGURES};
-use super::model::{CampaignRun, JudgedRun};
+use super::model::{counted_runs, CampaignRun, JudgedRun};
 use crate::format::num;
 use crate::metrics::{Metric, MetricRef};
 use crate::stats::{fisher_exact, format_p, mann_whitney_u, Share, Spread};
@@ -36,7 +36,10 @@ pub struct Check {
 pub fn compare_sets(variants: &[String], a: &[CampaignRun], b: &[CampaignRun]) -> Vec<Check> {
     let mut checks = Vec::new();
     for v in variants {
-        let (ra, rb) = (counted(a, v), counted(b, v));
+        let judged = |runs| -> Vec<&JudgedRun> {
+            counted_runs(runs, v).into_iter().map(|(_, j)| j).collect()
+        };
+        let (ra, rb) = (judged(a), judged(b));
         if ra.is_empty() || rb.is_empty() {
             continue;
         }
@@ -76,13 +79,6 @@ pub fn compare_sets(variants: &[String], a: &[CampaignRun], b: &[CampaignRun]) -
     }
     holm(&mut checks);
     checks
-}
-
-fn counted<'a>(runs: &'a [CampaignRun], variant: &str) -> Vec<&'a JudgedRun> {
-    runs.iter()
-        .filter(|r| r.variant == variant)
-        .filter_map(CampaignRun::counted)
-        .collect()
 }
 
 fn share_check(variant: &str, what: &str, a: Share, b: Share) -> Check {

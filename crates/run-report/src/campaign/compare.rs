@@ -4,8 +4,7 @@
 //! test on the share of runs with a wave, and the Mann–Whitney U test on
 //! the figures (both two-sided).
 
-use super::aggregate::{value_of, VariantOverRuns};
-use super::model::{CampaignRun, JudgedRun};
+use super::aggregate::VariantOverRuns;
 use crate::format::num;
 use crate::metrics::{Metric, MetricRef};
 use crate::stats::{fisher_exact, format_p, mann_whitney_u, Share};
@@ -44,17 +43,13 @@ pub struct Comparison {
 }
 
 /// Compares `candidate` against `baseline`.
-pub fn compare(
-    baseline: &VariantOverRuns,
-    candidate: &VariantOverRuns,
-    runs: &[CampaignRun],
-) -> Comparison {
+pub fn compare(baseline: &VariantOverRuns, candidate: &VariantOverRuns) -> Comparison {
     let (b, c) = (&baseline.with_waves, &candidate.with_waves);
     let waves_p_value =
         (b.n > 0 && c.n > 0).then(|| fisher_exact([[c.k, c.n - c.k], [b.k, b.n - b.k]]));
     let figures: Vec<FigureComparison> = COMPARED
         .iter()
-        .map(|m| figure(MetricRef::whole(*m), baseline, candidate, runs))
+        .map(|m| figure(MetricRef::whole(*m), baseline, candidate))
         .collect();
     let sentence = sentence(baseline, candidate, waves_p_value, &figures);
     Comparison {
@@ -66,22 +61,20 @@ pub fn compare(
     }
 }
 
-fn values(variant: &str, metric: &MetricRef, runs: &[CampaignRun]) -> Vec<f64> {
-    runs.iter()
-        .filter(|r| r.variant == variant)
-        .filter_map(CampaignRun::counted)
-        .filter_map(|j: &JudgedRun| value_of(j, metric))
-        .collect()
+/// The variant's values of `metric`, as its summary gathered them.
+fn values(v: &VariantOverRuns, metric: &MetricRef) -> Vec<f64> {
+    v.figure(metric)
+        .map(|f| f.values.iter().map(|(_, x)| *x).collect())
+        .unwrap_or_default()
 }
 
 fn figure(
     metric: MetricRef,
     baseline: &VariantOverRuns,
     candidate: &VariantOverRuns,
-    runs: &[CampaignRun],
 ) -> FigureComparison {
-    let b = values(&baseline.variant, &metric, runs);
-    let c = values(&candidate.variant, &metric, runs);
+    let b = values(baseline, &metric);
+    let c = values(candidate, &metric);
     let median = |xs: &[f64]| crate::stats::Spread::of(xs).map(|s| s.median);
     FigureComparison {
         p_value: (!b.is_empty() && !c.is_empty()).then(|| mann_whitney_u(&c, &b).p_value),
@@ -114,13 +107,13 @@ fn sentence(
         let what = "runs that did not come back (metastable, overloaded or never healthy)";
         clauses.push(format!(
             "{} {what}: {cb} against {bb}, Fisher's exact test {}",
-            verb(p, &cb, &bb, "removes the", "reduces the", "has more"),
+            verb(p, &cb, &bb),
             format_p(p)
         ));
     }
     clauses.push(format!(
         "{} waves: {c} runs with a wave against {b}, Fisher's exact test {}",
-        verb(p, c, b, "removes the", "reduces the", "has more"),
+        verb(p, c, b),
         format_p(p)
     ));
     for f in figures {
@@ -144,13 +137,13 @@ fn sentence(
 
 /// How the candidate's share compares with the baseline's, in words; a
 /// difference the test does not show is said as such.
-fn verb(p: f64, c: &Share, b: &Share, removes: &str, reduces: &str, more: &str) -> String {
+fn verb(p: f64, c: &Share, b: &Share) -> &'static str {
     // c.k / c.n against b.k / b.n, without dividing.
     let fewer = c.k * b.n < b.k * c.n;
     match (p < SIGNIFICANCE, fewer) {
-        (true, true) if c.k == 0 => removes.to_string(),
-        (true, true) => reduces.to_string(),
-        (true, false) => more.to_string(),
-        (false, _) => "no shown difference (too few runs, or none) in".to_string(),
+        (true, true) if c.k == 0 => "removes the",
+        (true, true) => "reduces the",
+        (true, false) => "has more",
+        (false, _) => "no shown difference (too few runs, or none) in",
     }
 }

@@ -5,7 +5,7 @@
 //! (duplication, saturation) fires after the first failure, and the figure
 //! to beat is the incident's own monitoring.
 
-use super::model::{CampaignRun, JudgedRun};
+use super::model::{counted_runs, CampaignRun, JudgedRun};
 use crate::metrics::Metric;
 use crate::stats::{Share, Spread};
 use serde::Serialize;
@@ -30,11 +30,7 @@ pub struct AlertOverRuns {
 pub fn alerts_over_runs(variants: &[String], runs: &[CampaignRun]) -> Vec<AlertOverRuns> {
     let mut out = Vec::new();
     for variant in variants {
-        let counted: Vec<(String, &JudgedRun)> = runs
-            .iter()
-            .filter(|r| &r.variant == variant)
-            .filter_map(|r| r.counted().map(|j| (r.label(), j)))
-            .collect();
+        let counted = counted_runs(runs, variant);
         let rules: std::collections::BTreeSet<&String> =
             counted.iter().flat_map(|(_, j)| &j.alert_rules).collect();
         for rule in rules {

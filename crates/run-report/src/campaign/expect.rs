@@ -4,7 +4,7 @@
 //! verdict) is stated here, over the campaign's runs.
 
 use super::aggregate::value_of;
-use super::model::{CampaignExpectation, CampaignRun, JudgedRun, OverRuns};
+use super::model::{counted_runs, CampaignExpectation, CampaignRun, JudgedRun, OverRuns};
 use crate::analysis::expect::compare;
 use crate::format::num;
 use crate::model::CompareOp;
@@ -27,11 +27,7 @@ pub struct CampaignExpectationResult {
 
 /// Judges `spec` on the counted runs of its variant.
 pub fn evaluate(spec: &CampaignExpectation, runs: &[CampaignRun]) -> CampaignExpectationResult {
-    let counted: Vec<(String, &JudgedRun)> = runs
-        .iter()
-        .filter(|r| r.variant == spec.variant)
-        .filter_map(|r| r.counted().map(|j| (r.label(), j)))
-        .collect();
+    let counted = counted_runs(runs, &spec.variant);
     let (measured, not_in, held_in) = measure(&spec.statistic, &counted);
     // An upper bound (`<= 10%`, `0%`) is gone against by the runs that held.
     let upper = matches!(spec.op, CompareOp::Lt | CompareOp::Le)

@@ -80,7 +80,7 @@ impl CampaignSummary {
         let comparisons = spec
             .compare
             .iter()
-            .filter_map(|(b, c)| Some(compare::compare(find(b)?, find(c)?, &runs)))
+            .filter_map(|(b, c)| Some(compare::compare(find(b)?, find(c)?)))
             .collect();
         let expectations: Vec<CampaignExpectationResult> = spec
             .expectations

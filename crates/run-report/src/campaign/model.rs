@@ -38,6 +38,14 @@ impl CampaignRun {
     }
 }
 
+/// The counted runs of `variant` among `runs`, each with its label.
+pub fn counted_runs<'a>(runs: &'a [CampaignRun], variant: &str) -> Vec<(String, &'a JudgedRun)> {
+    runs.iter()
+        .filter(|r| r.variant == variant)
+        .filter_map(|r| r.counted().map(|j| (r.label(), j)))
+        .collect()
+}
+
 /// How a run ended, as far as the campaign is concerned.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
