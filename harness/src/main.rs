@@ -44,8 +44,16 @@ struct RunArgs {
     #[arg(long)]
     quick: bool,
     /// Override the experiment's seed.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "seeds")]
     seed: Option<u64>,
+    /// Run one seed of this list (`1..20` or `1,4,7`): the one at
+    /// --seed-index, else at $JOB_COMPLETION_INDEX (a pod of the Indexed
+    /// Job of `render k8s --seeds`).
+    #[arg(long, value_name = "SPEC")]
+    seeds: Option<String>,
+    /// With --seeds: which of them (from 0).
+    #[arg(long, value_name = "I", requires = "seeds")]
+    seed_index: Option<String>,
     /// Run only this variant.
     #[arg(long)]
     variant: Option<String>,
@@ -240,7 +248,7 @@ fn load(
 }
 
 fn run(path: PathBuf, args: RunArgs) -> Result<Finished, CliError> {
-    let mut exp = load(&path, args.quick, args.seed)?;
+    let mut exp = load(&path, args.quick, chosen_seed(&args)?)?;
     if let Some(env) = &args.environment {
         exp.set_environment(*env).map_err(CliError::new)?;
     }
@@ -272,6 +280,21 @@ fn run(path: PathBuf, args: RunArgs) -> Result<Finished, CliError> {
         return Ok(Finished::Interrupted);
     }
     Ok(Finished::passed_if(outcome.analysis.all_passed))
+}
+
+/// `--seed`, or the `--seed-index`-th (else `$JOB_COMPLETION_INDEX`-th) of `--seeds`.
+fn chosen_seed(args: &RunArgs) -> Result<Option<u64>, CliError> {
+    let Some(spec) = &args.seeds else {
+        return Ok(args.seed);
+    };
+    let index = match &args.seed_index {
+        Some(i) => i.clone(),
+        None => std::env::var("JOB_COMPLETION_INDEX")
+            .map_err(|_| CliError::new("--seeds needs --seed-index or $JOB_COMPLETION_INDEX"))?,
+    };
+    experiment::seed_at_index(spec, &index)
+        .map(Some)
+        .map_err(|e| CliError::new(format_args!("--seeds: {e}")))
 }
 
 /// `--agents`, `--agent-listen`, `--deployed`: checked before anything runs.

@@ -34,6 +34,18 @@ fn args(file: &str, agents: u32, out: &Path) -> K8sArgs {
         quick: false,
         image: "registry.example/overload-harness/sut:1".into(),
         redis_image: "registry.example/overload-harness/redis:1".into(),
+        seeds: None,
+        parallel: 10,
+        reader_image: "debian:bookworm-slim".into(),
+    }
+}
+
+fn seed_args(file: &str, seeds: &str, parallel: u32, out: &Path) -> K8sArgs {
+    K8sArgs {
+        seeds: Some(seeds.into()),
+        parallel,
+        quick: true,
+        ..args(file, 1, out)
     }
 }
 
@@ -238,6 +250,11 @@ fn the_manifests_pass_kubernetes_validate_and_a_broken_one_does_not() {
         assert!(ok, "{file}: {text}");
         let _ = std::fs::remove_dir_all(&out);
     }
+    let out = scratch("v-seeds");
+    k8s_to_dir(&seed_args("zone-failover.yaml", "1..20", 5, &out)).expect("renders");
+    let (ok, text) = validate(&out);
+    assert!(ok, "--seeds: {text}");
+    let _ = std::fs::remove_dir_all(&out);
     // The check can fail: an Indexed Job with a misspelt field is refused.
     let out = scratch("broken");
     k8s_to_dir(&args("zone-failover.yaml", 4, &out)).expect("renders");
@@ -247,4 +264,94 @@ fn the_manifests_pass_kubernetes_validate_and_a_broken_one_does_not() {
     let (ok, text) = validate(&out);
     assert!(!ok, "a misspelt field passed: {text}");
     let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn seeds_render_one_indexed_job_per_variant_whose_index_picks_the_seed() {
+    let out = scratch("seeds");
+    k8s_to_dir(&seed_args("zone-failover.yaml", "1..20", 5, &out)).expect("renders");
+    let docs = all(&out);
+    for v in ["before-fix", "after-fix"] {
+        let job = find(&docs, "Job", &format!("{v}-seeds"));
+        let spec = &job["spec"];
+        assert_eq!(spec["completionMode"], "Indexed");
+        assert_eq!(spec["completions"], 20);
+        assert_eq!(spec["parallelism"], 5);
+        // Each index is a run of its own: one that exits 1 ends only itself.
+        assert_eq!(spec["backoffLimitPerIndex"], 0);
+        assert!(spec.get("backoffLimit").is_none(), "{spec}");
+        let pod = &spec["template"]["spec"];
+        let args: Vec<&str> = pod["containers"][0]["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        for want in [v, "--seeds", "1..20", "embedded", "--quick"] {
+            assert!(args.contains(&want), "{want} not in {args:?}");
+        }
+        assert!(
+            !args.contains(&"--seed-index"),
+            "the index comes from the pod: {args:?}"
+        );
+        assert_eq!(
+            pod["volumes"][1]["persistentVolumeClaim"]["claimName"],
+            "harness-reports"
+        );
+    }
+    // A self-contained run per pod: no system Deployments, no agents, no coordinator.
+    assert!(docs.iter().all(|d| d["kind"] != "Deployment"));
+    let claim = find(&docs, "PersistentVolumeClaim", "harness-reports");
+    assert_eq!(claim["spec"]["accessModes"][0], "ReadWriteMany");
+    find(&docs, "Pod", "reports-reader");
+    let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
+    assert!(readme.contains("harness campaign merge"), "{readme}");
+    let _ = std::fs::remove_dir_all(&out);
+    // Agents and bad seed lists are refused before anything is written.
+    let mut a = seed_args("zone-failover.yaml", "1..20", 5, &out);
+    a.agents = 2;
+    let e = k8s_to_dir(&a).expect_err("refused").to_string();
+    assert!(e.contains("--agents 2"), "{e}");
+    let e = k8s_to_dir(&seed_args("zone-failover.yaml", "5..1", 5, &out))
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        e.contains("--seeds") && e.contains("before the first"),
+        "{e}"
+    );
+    assert!(!out.exists(), "nothing written for refused input");
+}
+
+/// A pod's run finds its seed from its index; a bad index is refused before
+/// anything runs (nothing is written).
+#[test]
+fn a_run_refuses_a_seed_index_outside_its_seeds() {
+    let out = scratch("seed-index");
+    let run = |extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_harness"))
+            .arg(experiment("zone-failover.yaml"))
+            .args(["--quick", "--seeds", "1..3", "--out"])
+            .arg(&out)
+            .args(extra)
+            .env_remove("JOB_COMPLETION_INDEX")
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).to_string(),
+        )
+    };
+    let (code, err) = run(&["--seed-index", "3"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("past the 3 seeds"), "{err}");
+    let (code, err) = run(&[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--seed-index or $JOB_COMPLETION_INDEX"),
+        "{err}"
+    );
+    let (code, err) = run(&["--seed", "4", "--seed-index", "0"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("cannot be used with"), "{err}");
+    assert!(!out.exists(), "nothing written for refused input");
 }

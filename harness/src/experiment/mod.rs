@@ -11,7 +11,9 @@ pub mod raw;
 mod validate;
 
 pub use raw::PageDistribution;
-pub use validate::{load, load_forms, parse, parse_forms, parse_seeds, ExperimentError};
+pub use validate::{
+    load, load_forms, parse, parse_forms, parse_seeds, seed_at_index, ExperimentError,
+};
 
 use gpu_executor::ExecutorChoice;
 use retry_policy::RetryConfig;

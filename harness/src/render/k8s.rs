@@ -25,7 +25,7 @@ use sut::config::CacheBackend;
 pub(crate) use crate::containers::{REDIS_PORT, SUT_PORT};
 /// Where a coordinator waits for its agents.
 pub(crate) const COORDINATOR_PORT: u16 = 7070;
-const CONFIG_DIR: &str = "/etc/harness";
+pub(crate) const CONFIG_DIR: &str = "/etc/harness";
 
 /// What to render.
 #[derive(Debug, Clone)]
@@ -145,7 +145,7 @@ pub(crate) fn obj<T: serde::Serialize>(
     })?)
 }
 
-fn requests(cpu: &str, memory: &str) -> Resources {
+pub(crate) fn requests(cpu: &str, memory: &str) -> Resources {
     Resources {
         requests: [("cpu", cpu.to_string()), ("memory", memory.to_string())]
             .into_iter()
@@ -161,7 +161,7 @@ fn port(name: &str, p: u16) -> ContainerPort {
     }
 }
 
-fn config_volume() -> (Volume, VolumeMount) {
+pub(crate) fn config_volume() -> (Volume, VolumeMount) {
     (
         Volume {
             name: "harness-config".into(),
@@ -169,6 +169,7 @@ fn config_volume() -> (Volume, VolumeMount) {
                 name: "harness-config".into(),
             }),
             empty_dir: None,
+            persistent_volume_claim: None,
         },
         VolumeMount {
             name: "harness-config".into(),
@@ -249,23 +250,7 @@ pub(crate) fn needs_redis(s: &sut::SystemConfig) -> bool {
 pub fn render(exp: &Experiment, o: &K8sOptions) -> Result<Vec<Manifest>, RenderError> {
     check_renderable(exp, o)?;
     let ns = o.namespace.as_str();
-    let mut out = vec![Manifest {
-        file: "00-namespace.yaml".into(),
-        documents: vec![obj(
-            "v1",
-            "Namespace",
-            ObjectMeta {
-                name: ns.into(),
-                namespace: None,
-                labels: labels(&[]),
-            },
-            Empty {},
-        )?],
-    }];
-    out.push(Manifest {
-        file: "01-config.yaml".into(),
-        documents: vec![config_map(exp, ns)?],
-    });
+    let mut out = namespace_and_config(exp, ns)?;
     for v in &exp.variants {
         out.push(Manifest {
             file: format!("10-{}-system.yaml", v.name),
@@ -283,11 +268,38 @@ pub fn render(exp: &Experiment, o: &K8sOptions) -> Result<Vec<Manifest>, RenderE
     Ok(out)
 }
 
+/// What every rendering starts with: the namespace, and the ConfigMap with
+/// the experiment file and each variant's system configuration.
+pub(crate) fn namespace_and_config(
+    exp: &Experiment,
+    ns: &str,
+) -> Result<Vec<Manifest>, RenderError> {
+    Ok(vec![
+        Manifest {
+            file: "00-namespace.yaml".into(),
+            documents: vec![obj(
+                "v1",
+                "Namespace",
+                ObjectMeta {
+                    name: ns.into(),
+                    namespace: None,
+                    labels: labels(&[]),
+                },
+                Empty {},
+            )?],
+        },
+        Manifest {
+            file: "01-config.yaml".into(),
+            documents: vec![config_map(exp, ns)?],
+        },
+    ])
+}
+
 /// Refuses what the manifests cannot carry: names Kubernetes would reject
 /// (or that grow past 63 characters in the object names built from them),
 /// an agent count out of range, a system the harness does not start, and
 /// alert rules (no Prometheus is deployed).
-fn check_renderable(exp: &Experiment, o: &K8sOptions) -> Result<(), RenderError> {
+pub(crate) fn check_renderable(exp: &Experiment, o: &K8sOptions) -> Result<(), RenderError> {
     check_name("the namespace", &o.namespace, 63)?;
     if !(1..=1000).contains(&o.agents) {
         return Err(RenderError::Agents(o.agents));
@@ -316,7 +328,7 @@ fn check_renderable(exp: &Experiment, o: &K8sOptions) -> Result<(), RenderError>
 
 /// One ConfigMap: the experiment file and each variant's system
 /// configuration, its Redis URL pointing at the variant's Redis Service.
-fn config_map(exp: &Experiment, ns: &str) -> Result<serde_json::Value, RenderError> {
+pub(crate) fn config_map(exp: &Experiment, ns: &str) -> Result<serde_json::Value, RenderError> {
     let mut data = BTreeMap::new();
     data.insert("experiment.yaml".to_string(), exp.source.clone());
     for v in &exp.variants {
@@ -500,6 +512,7 @@ fn run_objects(
         ns,
         // The run's bound, with room for calibration, agents joining and the drain.
         deadline: exp.duration.as_secs() + 600,
+        independent_indexes: false,
     };
     let coordinator_labels = labels(&[("variant", n), ("role", "coordinator")]);
     let (config, mount) = config_volume();
@@ -507,6 +520,7 @@ fn run_objects(
         name: "reports".into(),
         config_map: None,
         empty_dir: Some(Empty {}),
+        persistent_volume_claim: None,
     };
     Ok(vec![
         jobs.job(
@@ -527,7 +541,7 @@ fn run_objects(
             labels(&[("variant", n), ("role", "agent")]),
             agent_container(exp, n, o),
             vec![config_volume().0],
-            Some(o.agents),
+            Some((o.agents, o.agents)),
         )?,
     ])
 }
@@ -582,21 +596,24 @@ fn agent_container(exp: &Experiment, n: &str, o: &K8sOptions) -> Container {
 
 /// The Jobs of one variant's run: in namespace `ns`, never retried, ended
 /// by Kubernetes after `deadline` seconds.
-struct Jobs<'a> {
-    ns: &'a str,
-    deadline: u64,
+pub(crate) struct Jobs<'a> {
+    pub ns: &'a str,
+    pub deadline: u64,
+    /// Each index is a run of its own (`--seeds`): a failed one (exit 1 when
+    /// an expectation failed, as before-fix's may) ends only that index.
+    pub independent_indexes: bool,
 }
 
 impl Jobs<'_> {
-    /// A Job of one pod, or (`indexed: Some(n)`) an Indexed Job of `n` pods
-    /// all at once.
-    fn job(
+    /// A Job of one pod, or (`indexed: Some((n, at_once))`) an Indexed Job
+    /// of `n` pods, `at_once` of them running at a time.
+    pub(crate) fn job(
         &self,
         name: String,
         labels: Labels,
         container: Container,
         volumes: Vec<Volume>,
-        indexed: Option<u32>,
+        indexed: Option<(u32, u32)>,
     ) -> Result<serde_json::Value, RenderError> {
         obj(
             "batch/v1",
@@ -605,9 +622,10 @@ impl Jobs<'_> {
             Spec {
                 spec: JobSpec {
                     completion_mode: indexed.map(|_| "Indexed"),
-                    completions: indexed.unwrap_or(1),
-                    parallelism: indexed.unwrap_or(1),
-                    backoff_limit: 0,
+                    completions: indexed.map_or(1, |(n, _)| n),
+                    parallelism: indexed.map_or(1, |(_, at_once)| at_once),
+                    backoff_limit: (!self.independent_indexes).then_some(0),
+                    backoff_limit_per_index: self.independent_indexes.then_some(0),
                     active_deadline_seconds: self.deadline,
                     template: PodTemplate {
                         metadata: TemplateMeta { labels },

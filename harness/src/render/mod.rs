@@ -6,6 +6,7 @@ pub mod k8s;
 mod objects;
 mod policies;
 mod readme;
+pub mod seeds;
 
 use std::path::{Path, PathBuf};
 
@@ -38,6 +39,18 @@ pub struct K8sArgs {
     pub image: String,
     #[arg(long, default_value = crate::containers::DEFAULT_REDIS_IMAGE)]
     pub redis_image: String,
+    /// A campaign instead of one run: per variant an Indexed Job of one
+    /// self-contained run per seed (`1..20` or `1,4,7`); the pod's
+    /// `JOB_COMPLETION_INDEX` picks its seed.
+    #[arg(long)]
+    pub seeds: Option<String>,
+    /// With --seeds: pods of a variant running at once.
+    #[arg(long, default_value_t = 10, requires = "seeds")]
+    pub parallel: u32,
+    /// With --seeds: the image of the pod that mounts the reports for
+    /// `kubectl cp` (it needs `tar`).
+    #[arg(long, default_value = "debian:bookworm-slim", requires = "seeds")]
+    pub reader_image: String,
 }
 
 /// Renders and writes every file; returns the paths written.
@@ -50,7 +63,20 @@ pub fn k8s_to_dir(args: &K8sArgs) -> Result<Vec<PathBuf>, k8s::RenderError> {
         redis_image: args.redis_image.clone(),
         quick: args.quick,
     };
-    let manifests = k8s::render(&exp, &opts)?;
+    let seeds = match &args.seeds {
+        Some(spec) => Some(seeds::SeedOptions {
+            seeds: crate::experiment::parse_seeds(spec)
+                .map_err(|e| k8s::RenderError::Environment(format!("--seeds {e}")))?,
+            spec: spec.clone(),
+            parallel: args.parallel,
+            reader_image: args.reader_image.clone(),
+        }),
+        None => None,
+    };
+    let manifests = match &seeds {
+        Some(s) => seeds::render(&exp, &opts, s)?,
+        None => k8s::render(&exp, &opts)?,
+    };
     std::fs::create_dir_all(&args.out).map_err(|error| k8s::RenderError::CreateDir {
         path: args.out.clone(),
         error,
@@ -62,7 +88,11 @@ pub fn k8s_to_dir(args: &K8sArgs) -> Result<Vec<PathBuf>, k8s::RenderError> {
         written.push(path);
     }
     let path = args.out.join("README.md");
-    write(&path, &readme::readme(&exp, &opts, &manifests))?;
+    let text = match &seeds {
+        Some(s) => seeds::readme(&exp, &opts, s),
+        None => readme::readme(&exp, &opts, &manifests),
+    };
+    write(&path, &text)?;
     written.push(path);
     Ok(written)
 }

@@ -135,6 +135,27 @@ pub(crate) struct Volume {
     pub config_map: Option<ConfigMapVolume>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub empty_dir: Option<Empty>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub persistent_volume_claim: Option<ClaimVolume>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ClaimVolume {
+    pub claim_name: String,
+}
+
+/// A PersistentVolumeClaim's spec: the modes it is mounted in and its size.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ClaimSpec {
+    pub access_modes: Vec<&'static str>,
+    pub resources: ClaimResources,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct ClaimResources {
+    pub requests: BTreeMap<&'static str, String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -184,7 +205,12 @@ pub(crate) struct JobSpec {
     pub parallelism: u32,
     /// A failed coordinator or agent is not retried: a rerun would be a
     /// different run with a different clock.
-    pub backoff_limit: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backoff_limit: Option<u32>,
+    /// An Indexed Job whose pods are independent runs: a failed index is
+    /// not retried, and does not stop the others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backoff_limit_per_index: Option<u32>,
     pub active_deadline_seconds: u64,
     pub template: PodTemplate,
 }

@@ -48,32 +48,42 @@ fn same_namespace() -> Vec<Peer> {
     }]
 }
 
+/// A NetworkPolicy on the pods labelled `selector`, both directions;
+/// `egress: None` denies everything (no rule at all).
+pub(crate) fn policy(
+    ns: &str,
+    name: &str,
+    selector: Labels,
+    egress: Option<Vec<Rule>>,
+) -> Result<serde_json::Value, RenderError> {
+    obj(
+        "networking.k8s.io/v1",
+        "NetworkPolicy",
+        meta(name, ns, labels(&[])),
+        Spec {
+            spec: NetworkPolicySpec {
+                pod_selector: LabelSelector {
+                    match_labels: selector,
+                },
+                policy_types: vec!["Ingress", "Egress"],
+                ingress: egress.as_ref().map(|_| {
+                    vec![Rule {
+                        from: Some(same_namespace()),
+                        ..Rule::default()
+                    }]
+                }),
+                egress,
+            },
+        },
+    )
+}
+
 pub(crate) fn network_policies(
     exp: &Experiment,
     ns: &str,
 ) -> Result<Vec<serde_json::Value>, RenderError> {
-    let policy = |name: &str, selector: Labels, rules: Option<Vec<Rule>>| {
-        obj(
-            "networking.k8s.io/v1",
-            "NetworkPolicy",
-            meta(name, ns, labels(&[])),
-            Spec {
-                spec: NetworkPolicySpec {
-                    pod_selector: LabelSelector {
-                        match_labels: selector,
-                    },
-                    policy_types: vec!["Ingress", "Egress"],
-                    ingress: rules.as_ref().map(|_| {
-                        vec![Rule {
-                            from: Some(same_namespace()),
-                            ..Rule::default()
-                        }]
-                    }),
-                    egress: rules,
-                },
-            },
-        )
-    };
+    let policy =
+        |name: &str, selector: Labels, rules: Option<Vec<Rule>>| policy(ns, name, selector, rules);
     // Deny all, in and out, for every pod of the namespace ...
     let mut docs = vec![policy("default-deny", Labels::new(), None)?];
     // ... then each pod group may talk to the namespace's own pods, and ask

@@ -105,6 +105,23 @@ fn pairs(
         .collect()
 }
 
+/// The `index`-th seed (from 0) of `spec`: how a pod of the Indexed Job of
+/// `render k8s --seeds` finds its seed from its `JOB_COMPLETION_INDEX`.
+pub fn seed_at_index(spec: &str, index: &str) -> Result<u64, String> {
+    let seeds = parse_seeds(spec)?;
+    let i: usize = index
+        .trim()
+        .parse()
+        .map_err(|_| format!("seed index {index:?} is not a number"))?;
+    seeds.get(i).copied().ok_or_else(|| {
+        format!(
+            "seed index {i} is past the {} seeds of {spec:?} (indexes 0..{})",
+            seeds.len(),
+            seeds.len() - 1
+        )
+    })
+}
+
 /// `1..10` (inclusive), `1, 4, 7` or `7`: at least one, at most 10,000.
 pub fn parse_seeds(text: &str) -> Result<Vec<u64>, String> {
     let bad = || format!("{text:?} is not a list of seeds; write e.g. 1..10 or 1, 4, 7");
@@ -256,6 +273,15 @@ mod tests {
         assert_eq!(parse_seeds(" 7 "), Ok(vec![7]));
         assert_eq!(parse_seeds("1, 4,7"), Ok(vec![1, 4, 7]));
         assert!(parse_seeds("4..1").unwrap_err().contains("before"));
+        assert_eq!(super::seed_at_index("3..5", "0"), Ok(3));
+        assert_eq!(super::seed_at_index("3..5", "2"), Ok(5));
+        assert_eq!(super::seed_at_index("1, 4, 7", " 1"), Ok(4));
+        assert!(super::seed_at_index("3..5", "3")
+            .unwrap_err()
+            .contains("past the 3 seeds"));
+        assert!(super::seed_at_index("3..5", "x")
+            .unwrap_err()
+            .contains("not a number"));
         assert!(parse_seeds("1,1").unwrap_err().contains("twice"));
         assert!(parse_seeds("a..b").is_err());
         assert!(parse_seeds("0..20000").unwrap_err().contains("10,000"));

@@ -10,7 +10,7 @@
 
 mod alerts;
 mod campaign;
-pub use campaign::parse_seeds;
+pub use campaign::{parse_seeds, seed_at_index};
 mod client;
 mod expect;
 mod sections;
