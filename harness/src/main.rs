@@ -138,6 +138,9 @@ enum Command {
     /// A load agent of a run with --agents (started by the run, or by Kubernetes).
     #[command(hide = true)]
     Agent(harness::agent::AgentArgs),
+    /// Prints the experiment file's JSON Schema (derived from the parser's
+    /// types; experiments/experiment.schema.json is its committed copy).
+    Schema,
     /// Writes the experiment out for an existing engine to run (Kubernetes).
     #[command(subcommand)]
     Render(harness::render::RenderCommand),
@@ -195,6 +198,10 @@ fn command(cli: Cli) -> Result<Finished, CliError> {
         Some(Command::Sweep(args)) => harness::sweep::cli(args),
         Some(Command::Threshold(args)) => harness::threshold::cli(args),
         Some(Command::Agent(args)) => agent(args),
+        Some(Command::Schema) => {
+            print!("{}", experiment::schema::json());
+            Ok(Finished::Passed)
+        }
         Some(Command::Render(harness::render::RenderCommand::K8s(args))) => {
             let files = harness::render::k8s_to_dir(&args).map_err(CliError::new)?;
             for f in files {

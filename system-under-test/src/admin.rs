@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 /// One fault or operator action. JSON: `{"cache_fill": {"entries": 1000}}` or
 /// `"cache_fill_to_limit"`; the same shape in experiment timelines (YAML).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum AdminCommand {
     /// Fill the result cache with `entries` filler entries (stale data), up to its limit.
@@ -93,14 +93,14 @@ pub enum AdminCommand {
 pub const WORK_PATH: &str = "/admin/work";
 
 /// The documents a [`WORK_PATH`] request asks about.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkQuery {
     pub documents: Vec<DocumentRef>,
 }
 
 /// A document and its page count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DocumentRef {
     pub id: u64,
@@ -112,7 +112,9 @@ pub struct DocumentRef {
 /// computing, and of their pages those not computed even once while a job is
 /// open (`gpu_executor::DocumentWork`): when that is zero the documents'
 /// own work is done, and what still runs for them is recomputation.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct WorkInProgress {
     pub jobs: u64,
     pub pages: u64,

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Top-level configuration of the system under test.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct SystemConfig {
     /// Zone names; one pool per zone behind the gateway's router.
@@ -54,7 +54,7 @@ impl Default for SystemConfig {
 }
 
 /// The model-serving worker pool of one zone.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct PoolConfig {
     /// Worker slots: requests processed (or waiting while holding a slot) at once.
@@ -64,11 +64,13 @@ pub struct PoolConfig {
     /// Processing deadline of one request at the pool. Expiry answers the caller
     /// with 504 while the page work continues, as in the incident.
     #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub deadline: Duration,
     pub retry_after: RetryAfterMode,
     pub dedup: DedupMode,
     /// Time to split one page off a document before it is queued for the GPU (seed 002's splitter).
     #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub split_time: Duration,
     /// Fix for zombie work (seed 003): when a request's deadline passes, its
     /// pages still queued for the GPU are dropped instead of computed for a
@@ -97,12 +99,13 @@ impl Default for PoolConfig {
 }
 
 /// How the pool fills `Retry-After` on 503.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum RetryAfterMode {
     /// Seed 000 defect: a constant ("retry after five seconds"), whatever the load.
     Fixed {
         #[serde(with = "humantime_serde")]
+        #[schemars(with = "String")]
         after: Duration,
     },
     /// Fix: estimated from queue depth and the observed drain rate, with jitter
@@ -111,8 +114,10 @@ pub enum RetryAfterMode {
         /// Relative jitter: the estimate is multiplied by uniform(1 - j, 1 + j).
         jitter: f64,
         #[serde(with = "humantime_serde")]
+        #[schemars(with = "String")]
         min: Duration,
         #[serde(with = "humantime_serde")]
+        #[schemars(with = "String")]
         max: Duration,
     },
 }
@@ -120,7 +125,7 @@ pub enum RetryAfterMode {
 /// The answer to a request whose deadline passed while its document is
 /// still being computed (seed 000, follow-up 4: "return accurate retry
 /// guidance").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DeadlineAnswer {
     /// As in the incident: 504, no advice; the client retries on its own
@@ -134,7 +139,7 @@ pub enum DeadlineAnswer {
 }
 
 /// The de-duplication layer's behaviour (seed 000).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DedupMode {
     /// No de-duplication: every request computes. (Not `off`: YAML 1.1 reads that as `false`.)
@@ -152,7 +157,7 @@ pub enum DedupMode {
 }
 
 /// Size of a page's content and the cost of the page function.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct PageConfig {
     /// 32-bit words of content per page.
@@ -171,7 +176,7 @@ impl Default for PageConfig {
 }
 
 /// The shared result cache.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct CacheConfig {
     pub backend: CacheBackend,
@@ -195,7 +200,7 @@ impl Default for CacheConfig {
 
 /// Where results are stored. YAML: `backend: memory` or
 /// `backend: { redis: { maxmemory_mb: 2, policy: allkeys_random } }`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum CacheBackend {
     /// In-process, bounded by `capacity` entries.
@@ -208,7 +213,7 @@ pub enum CacheBackend {
 /// evicting policy, newly written results are acknowledged and then evicted;
 /// the fix is a sized instance with `noeviction`, whose refusals (OOM) the
 /// cache reports as explicit errors.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RedisCacheConfig {
     /// `redis://127.0.0.1:PORT`. Absent: the harness starts its own
@@ -220,7 +225,7 @@ pub struct RedisCacheConfig {
     pub policy: RedisPolicy,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RedisPolicy {
     /// Evicts random keys at the limit: acknowledged results disappear (defect).
@@ -242,7 +247,7 @@ impl RedisPolicy {
 }
 
 /// What the cache does with a write when it is at its storage limit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OnFull {
     /// Seed 000 defect: acknowledge the write, then discard it (`drop_ratio` of them).
@@ -254,12 +259,13 @@ pub enum OnFull {
 }
 
 /// Seed 002: memory of submissions that failed on queue overflow.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct FailureCacheConfig {
     /// How long a failed submission is remembered; `0s` = off (the defect: failed
     /// submissions are forgotten, so retries re-enter expensive processing).
     #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub ttl: Duration,
     /// Entries remembered at most (bounded memory).
     pub capacity: u64,
@@ -276,13 +282,14 @@ impl Default for FailureCacheConfig {
 
 /// The job table of asynchronous submission: bounded, and a finished job is
 /// forgotten `ttl` after it finished.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct JobsConfig {
     /// Jobs held at most, pending and finished; beyond it `POST /v1/jobs` is 503.
     pub capacity: u64,
     /// How long a finished job's result stays readable.
     #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub ttl: Duration,
 }
 
@@ -296,7 +303,7 @@ impl Default for JobsConfig {
 }
 
 /// The internal-services layer in front of the pools.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct GatewayConfig {
     /// Internal retry policy towards the pools (seed 000: 3 attempts; fix: 1).
@@ -305,6 +312,7 @@ pub struct GatewayConfig {
     /// gateway answers its own fixed `fallback_retry_after`.
     pub propagate_retry_after: bool,
     #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub fallback_retry_after: Duration,
 }
 
@@ -319,13 +327,14 @@ impl Default for GatewayConfig {
 }
 
 /// Routing between zones (seed 003).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct RouterConfig {
     /// A zone whose failure ratio over `window` exceeds this has its traffic
     /// redirected to the healthy zone with the lowest failure ratio.
     pub redirect_failure_ratio: f64,
     #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub window: Duration,
     /// Fix: redirect only what the target can absorb: at most this share of the
     /// target's own recent traffic is added on top of it. None = redirect everything (defect).

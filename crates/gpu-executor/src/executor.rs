@@ -24,7 +24,7 @@ pub trait PageExecutor: Send + Sync + 'static {
 }
 
 /// Which implementation runs pages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ExecutorKind {
     /// A wgpu compute shader on a GPU adapter (possibly a software one such as lavapipe).
@@ -47,7 +47,9 @@ pub struct ExecutorInfo {
 }
 
 /// Which executor the configuration asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ExecutorChoice {
     /// wgpu when an adapter exists, else the CPU reference with a loud warning.

@@ -13,7 +13,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One page of one document: its content is a deterministic function of (doc_seed, page, words).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PageSpec {
     /// Identity of the document's content; split into two `u32` halves on the GPU.
     pub doc_seed: u64,

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Configuration of one client's (or one gateway's) retries.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetryConfig {
     /// Total attempts including the first; 1 = no retries (the default). Must be >= 1.
@@ -33,6 +33,7 @@ pub struct RetryConfig {
         with = "humantime_serde::option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<String>")]
     pub retry_after_cap: Option<Duration>,
     /// Wait the server's Retry-After (capped by `retry_after_cap`) instead of
     /// the backoff delay when an overloaded answer carries one.
@@ -54,7 +55,7 @@ fn yes() -> bool {
 ///
 /// YAML: `none` | `{ fixed: { delay: 1s } }` |
 /// `{ exponential: { base: 100ms, cap: 20s, jitter: full } }`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub enum Backoff {
     /// Retry immediately.
@@ -62,13 +63,16 @@ pub enum Backoff {
     /// Always wait `delay`.
     Fixed {
         #[serde(with = "humantime_serde")]
+        #[schemars(with = "String")]
         delay: Duration,
     },
     /// Capped exponential: ceiling `min(cap, base * 2^(attempt - 1))`, then jitter.
     Exponential {
         #[serde(default = "default_base", with = "humantime_serde")]
+        #[schemars(with = "String")]
         base: Duration,
         #[serde(default = "default_cap", with = "humantime_serde")]
+        #[schemars(with = "String")]
         cap: Duration,
         #[serde(default)]
         jitter: Jitter,
@@ -96,7 +100,9 @@ fn default_cap() -> Duration {
 
 /// Randomisation of the exponential ceiling (AWS Architecture Blog,
 /// "Exponential Backoff and Jitter").
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Jitter {
     /// `uniform(0, ceiling)`.
@@ -114,7 +120,7 @@ pub enum Jitter {
 /// `{ token_bucket: { max_tokens: 500, retry_cost: 5, timeout_retry_cost: 10, success_refund: 1 } }` |
 /// `{ grpc_throttle: { max_tokens: 10, token_ratio: 0.1 } }` | `{ adaptive: { k: 2.0, window: 120s } }`.
 /// Every field has a default, so `{ token_bucket: {} }` is the published configuration.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub enum Budget {
     /// No limit beyond `max_attempts`.
@@ -153,6 +159,7 @@ pub enum Budget {
         #[serde(default = "default_k")]
         k: f64,
         #[serde(default = "default_window", with = "humantime_serde")]
+        #[schemars(with = "String")]
         window: Duration,
     },
 }

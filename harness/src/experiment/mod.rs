@@ -8,6 +8,7 @@
 //! file, line, column and field, and nothing runs before all of it passed.
 
 pub mod raw;
+pub mod schema;
 mod validate;
 
 pub use raw::PageDistribution;
@@ -64,7 +65,9 @@ pub enum Environment {
 
 /// The kinds of environment, as written in a file (`environment:`) and on
 /// the command line (`--environment`): parsed in one place.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, clap::ValueEnum, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum EnvironmentKind {
     /// The system under test in this process, on loopback.
@@ -114,7 +117,7 @@ pub struct Population {
 }
 
 /// How often each member of a population is drawn.
-#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Popularity {
     /// Every member equally often.
@@ -341,7 +344,7 @@ impl LoadSpike {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OversizedDocuments {
     pub tenant: String,
@@ -351,6 +354,7 @@ pub struct OversizedDocuments {
     pub max_pages: u32,
     /// Arrivals spread over this time (default: all at once).
     #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "Option<String>")]
     pub spread: Option<Duration>,
 }
 

@@ -12,18 +12,21 @@ use serde_saphyr::Spanned;
 use std::collections::BTreeMap;
 use sut::SystemConfig;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawExperiment {
+    #[schemars(with = "String")]
     pub name: Spanned<String>,
     #[serde(default)]
     pub description: String,
     #[serde(default = "default_seed")]
     pub seed: u64,
+    #[schemars(with = "String")]
     pub duration: Spanned<String>,
     #[serde(default)]
     pub quick: Option<RawQuick>,
     #[serde(default)]
+    #[schemars(with = "Option<super::EnvironmentKind>")]
     pub environment: Option<Spanned<super::EnvironmentKind>>,
     #[serde(default)]
     pub target: Option<RawTarget>,
@@ -35,43 +38,55 @@ pub struct RawExperiment {
     pub system: SystemConfig,
     pub workload: RawWorkload,
     #[serde(default)]
+    #[schemars(with = "Vec<RawTimelineEntry>")]
     pub timeline: Vec<Spanned<RawTimelineEntry>>,
+    #[schemars(with = "IndexMap<String, RawVariant>")]
     pub variants: IndexMap<String, Spanned<RawVariant>>,
     #[serde(default)]
+    #[schemars(with = "IndexMap<String, IndexMap<String, ExpectValue>>")]
     pub expect: RawExpect,
     #[serde(default)]
+    #[schemars(with = "Vec<RawIncidentFigure>")]
     pub incident: Vec<Spanned<RawIncidentFigure>>,
     #[serde(default)]
+    #[schemars(with = "Option<RawAlerts>")]
     pub alerts: Option<Spanned<RawAlerts>>,
     #[serde(default)]
+    #[schemars(with = "Option<RawCampaign>")]
     pub campaign: Option<Spanned<RawCampaign>>,
 }
 
 /// `campaign:` what a campaign of this experiment runs by default and what
 /// must hold over its runs (see `validate/campaign.rs`).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawCampaign {
     /// Seeds, e.g. `1..10` or `1, 4, 7`.
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub seeds: Option<Spanned<String>>,
     /// Pairs `[baseline, candidate]`.
     #[serde(default)]
+    #[schemars(with = "Option<Vec<Vec<String>>>")]
     pub compare: Option<Spanned<Vec<Vec<String>>>>,
     /// Per variant: `"runs with waves >= 1": ">= 90%"`, `"median waves": ">= 4"`.
     #[serde(default)]
+    #[schemars(with = "IndexMap<String, IndexMap<String, ExpectValue>>")]
     pub expect: RawExpect,
 }
 
 /// `alerts:` Prometheus rule files evaluated on every variant (see `prometheus.rs`).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawAlerts {
     /// Rule files, relative to the experiment file.
+    #[schemars(with = "Vec<String>")]
     pub rules: Spanned<Vec<String>>,
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub scrape_interval: Option<Spanned<String>>,
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub evaluation_interval: Option<Spanned<String>>,
 }
 
@@ -80,24 +95,29 @@ fn default_seed() -> u64 {
 }
 
 /// The short form for CI: its own duration, and optionally its own timeline and expectations.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawQuick {
+    #[schemars(with = "String")]
     pub duration: Spanned<String>,
     #[serde(default)]
+    #[schemars(with = "Option<Vec<RawTimelineEntry>>")]
     pub timeline: Option<Vec<Spanned<RawTimelineEntry>>>,
     #[serde(default)]
+    #[schemars(with = "Option<IndexMap<String, IndexMap<String, ExpectValue>>>")]
     pub expect: Option<RawExpect>,
     #[serde(default)]
     pub analysis: Option<RawAnalysis>,
     #[serde(default)]
+    #[schemars(with = "Option<RawCampaign>")]
     pub campaign: Option<Spanned<RawCampaign>>,
 }
 
 /// For `environment: external`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawTarget {
+    #[schemars(with = "String")]
     pub url: Spanned<String>,
     #[serde(default)]
     pub admin_token: Option<String>,
@@ -107,7 +127,7 @@ pub struct RawTarget {
 
 /// For `environment: containers`: which images to run (defaults: the ones
 /// `ci/images.sh` builds).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawContainers {
     #[serde(default)]
@@ -116,51 +136,61 @@ pub struct RawContainers {
     pub redis_image: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize, Clone)]
+#[derive(Debug, Default, Deserialize, Clone, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawAnalysis {
     #[serde(default)]
+    #[schemars(with = "Option<f64>")]
     pub wave_threshold: Option<Spanned<f64>>,
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub wave_merge_gap: Option<Spanned<String>>,
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub wave_min_duration: Option<Spanned<String>>,
     #[serde(default)]
+    #[schemars(with = "Option<f64>")]
     pub recovery_factor: Option<Spanned<f64>>,
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub recovery_window: Option<Spanned<String>>,
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub warmup: Option<Spanned<String>>,
     /// Healthy seconds needed between warm-up and the first trigger (default 5s).
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub min_baseline: Option<Spanned<String>>,
     /// Failure ratio of a second that makes it customer-visible (default 0.05).
     #[serde(default)]
+    #[schemars(with = "Option<f64>")]
     pub customer_failure_threshold: Option<Spanned<f64>>,
 }
 
-#[derive(Debug, Deserialize, Clone)]
+#[derive(Debug, Deserialize, Clone, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawWorkload {
+    #[schemars(with = "RawArrival")]
     pub arrival: Spanned<RawArrival>,
     pub documents: RawDocuments,
     pub client: RawClient,
     /// Journeys in flight at most; arrivals beyond it are late (counted, never dropped silently).
     #[serde(default)]
+    #[schemars(with = "Option<u64>")]
     pub max_in_flight: Option<Spanned<u64>>,
 }
 
 /// Open-loop arrival profile. Rates are documents per second, or with
 /// `capacity` a share of the calibrated capacity of one pool.
-#[derive(Debug, Deserialize, Clone)]
+#[derive(Debug, Deserialize, Clone, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum RawArrival {
     Constant(RawRate),
     Ramp { from: RawRate, to: RawRate },
-    Steps(Vec<Spanned<RawStep>>),
+    Steps(#[schemars(with = "Vec<RawStep>")] Vec<Spanned<RawStep>>),
 }
 
-#[derive(Debug, Deserialize, Clone)]
+#[derive(Debug, Deserialize, Clone, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawRate {
     #[serde(default)]
@@ -169,7 +199,7 @@ pub struct RawRate {
     pub capacity: Option<f64>,
 }
 
-#[derive(Debug, Deserialize, Clone)]
+#[derive(Debug, Deserialize, Clone, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawStep {
     pub at: String,
@@ -191,7 +221,7 @@ pub struct RawStep {
 /// times it), `extra_rate` (documents/s on top) or `extra_capacity` (a
 /// share of the calibrated capacity on top); the timeline entry's
 /// `duration` says how long it lasts.
-#[derive(Debug, Deserialize, Clone)]
+#[derive(Debug, Deserialize, Clone, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawLoadSpike {
     #[serde(default)]
@@ -202,19 +232,22 @@ pub struct RawLoadSpike {
     pub extra_capacity: Option<f64>,
 }
 
-#[derive(Debug, Deserialize, Clone)]
+#[derive(Debug, Deserialize, Clone, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawDocuments {
+    #[schemars(with = "PageDistribution")]
     pub pages: Spanned<PageDistribution>,
+    #[schemars(with = "u32")]
     pub tenants: Spanned<u32>,
     /// A finite population the arrivals draw from (repeats hit the cache);
     /// without it every document is new.
     #[serde(default)]
+    #[schemars(with = "Option<RawPopulation>")]
     pub population: Option<Spanned<RawPopulation>>,
 }
 
 /// `population: { size: 2000, popularity: uniform | { zipf: { s: 1.1 } } }`.
-#[derive(Debug, Deserialize, Clone, PartialEq)]
+#[derive(Debug, Deserialize, Clone, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawPopulation {
     pub size: u64,
@@ -223,7 +256,7 @@ pub struct RawPopulation {
 }
 
 /// Pages per document.
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum PageDistribution {
     Fixed(u32),
@@ -231,28 +264,33 @@ pub enum PageDistribution {
     Lognormal { median: f64, sigma: f64, max: u32 },
 }
 
-#[derive(Debug, Deserialize, Clone)]
+#[derive(Debug, Deserialize, Clone, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawClient {
     pub retry: RetryConfig,
+    #[schemars(with = "String")]
     pub timeout: Spanned<String>,
     /// `sync` (default): one request per attempt, held until the answer.
     /// `async`: submit a job, then poll for its answer.
     #[serde(default)]
+    #[schemars(with = "Option<ClientMode>")]
     pub mode: Option<Spanned<ClientMode>>,
     #[serde(default)]
+    #[schemars(with = "Option<RawPoll>")]
     pub poll: Option<Spanned<RawPoll>>,
     /// Clients in all, spread over the tenants (default: one per tenant);
     /// each keeps its own retry state and budget.
     #[serde(default)]
+    #[schemars(with = "Option<u32>")]
     pub count: Option<Spanned<u32>>,
     /// Per-tenant client behaviour, e.g. `t7: { retry: { max_attempts: 10 } }`.
     #[serde(default)]
+    #[schemars(with = "Option<BTreeMap<String, RawTenantClient>>")]
     pub tenants: Option<Spanned<BTreeMap<String, RawTenantClient>>>,
 }
 
 /// One tenant's clients, where they differ from the others.
-#[derive(Debug, Deserialize, Clone, PartialEq)]
+#[derive(Debug, Deserialize, Clone, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawTenantClient {
     #[serde(default)]
@@ -262,7 +300,7 @@ pub struct RawTenantClient {
 }
 
 /// How a client submits a document.
-#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Deserialize, Clone, Copy, PartialEq, Eq, Default, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ClientMode {
     #[default]
@@ -272,7 +310,7 @@ pub enum ClientMode {
 
 /// `poll: { interval: 250ms, honour_retry_after: true }`: how an async client
 /// asks for its job's answer.
-#[derive(Debug, Deserialize, Clone, PartialEq)]
+#[derive(Debug, Deserialize, Clone, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawPoll {
     pub interval: String,
@@ -284,7 +322,7 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Debug, Deserialize, Clone)]
+#[derive(Debug, Deserialize, Clone, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawTimelineEntry {
     pub at: String,
@@ -292,9 +330,11 @@ pub struct RawTimelineEntry {
     pub duration: Option<String>,
     /// A fault: what went wrong in the incident. Exactly one of `fault`/`action`.
     #[serde(default)]
+    #[schemars(with = "Option<super::schema::TimelineOp>")]
     pub fault: Option<serde_json::Value>,
     /// An operator's mitigation.
     #[serde(default)]
+    #[schemars(with = "Option<super::schema::TimelineOp>")]
     pub action: Option<serde_json::Value>,
     /// Whether the entry counts as a trigger for the metastability verdict
     /// (default: faults do, actions do not; a standing condition such as a
@@ -309,7 +349,7 @@ pub struct RawTimelineEntry {
     pub variants: Option<Vec<String>>,
 }
 
-#[derive(Debug, Deserialize, Clone)]
+#[derive(Debug, Deserialize, Clone, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawVariant {
     #[serde(default)]
@@ -322,7 +362,7 @@ pub struct RawVariant {
     pub client: Option<RawClientOverride>,
 }
 
-#[derive(Debug, Deserialize, Clone)]
+#[derive(Debug, Deserialize, Clone, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawClientOverride {
     #[serde(default)]
@@ -336,14 +376,14 @@ pub struct RawClientOverride {
 }
 
 /// `waves: 0` or `waves: ">= 3"`.
-#[derive(Debug, Deserialize, Clone)]
+#[derive(Debug, Deserialize, Clone, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum ExpectValue {
     Number(f64),
     Text(String),
 }
 
-#[derive(Debug, Deserialize, Clone)]
+#[derive(Debug, Deserialize, Clone, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawIncidentFigure {
     pub metric: String,

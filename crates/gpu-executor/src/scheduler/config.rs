@@ -8,13 +8,14 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Capacity model and policy of one shared GPU.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct SchedulerConfig {
     /// Pages computed together in one batch (GPU parallelism); >= 1.
     pub lanes: u32,
     /// Modeled time one batch takes: a batch takes max(real compute, page_time / speed_factor).
     #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub page_time: Duration,
     /// Bound on queued (not yet computing) pages across all jobs; >= 1.
     pub page_queue: u32,
@@ -37,7 +38,7 @@ impl Default for SchedulerConfig {
 /// Which queued pages go into the next batch.
 ///
 /// YAML: `policy: fifo` | `policy: shared` | `policy: { tenant_fair_share: { max_share: 0.25 } }`
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum SchedulingPolicy {
     /// Pages in global arrival order: one huge document delays everyone behind it.
