@@ -26,14 +26,17 @@ pub struct AgentCeilings {
     pub runs: Vec<(u32, f64, usize)>,
 }
 
-/// The experiment the agents load: the offered rate over the window, no retries.
+/// The experiment the agents load over the window, no retries: the highest
+/// rate a file may ask for (the in-process ceiling offers more, 250,000/s,
+/// but a file above the validator's limit is refused; the agents' ceilings
+/// measured here are far below it).
 fn experiment(total: Duration) -> String {
     format!(
         "name: bench-agents\nduration: {}s\nsystem:\n  executor: cpu\n  page: {{ words: 1, rounds: 1 }}\n\
          workload:\n  arrival: {{ constant: {{ rate: {} }} }}\n  documents: {{ pages: {{ fixed: 1 }}, tenants: 1 }}\n\
          \x20 client: {{ timeout: 2s, retry: {{ max_attempts: 1 }} }}\n  max_in_flight: {}\nvariants:\n  only: {{}}\n",
         total.as_secs(),
-        super::ceiling::OFFERED_RATE,
+        crate::experiment::MAX_RATE,
         super::ceiling::MAX_IN_FLIGHT
     )
 }

@@ -13,7 +13,7 @@ mod validate;
 
 pub use raw::PageDistribution;
 pub use validate::{
-    load, load_forms, parse, parse_forms, parse_seeds, seed_at_index, ExperimentError,
+    load, load_forms, parse, parse_forms, parse_seeds, seed_at_index, ExperimentError, MAX_RATE,
 };
 
 use gpu_executor::ExecutorChoice;

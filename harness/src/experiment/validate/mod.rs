@@ -11,6 +11,11 @@
 mod alerts;
 mod campaign;
 pub use campaign::{parse_seeds, seed_at_index};
+
+/// The highest arrival rate a file may ask for (documents/s), a load
+/// spike's extra rate included: far above what one machine's load path
+/// sends, so a typo is caught rather than a run that could never be honest.
+pub const MAX_RATE: f64 = 100_000.0;
 mod client;
 mod expect;
 mod sections;

@@ -208,11 +208,16 @@ fn rate(
     c: Option<f64>,
 ) -> Result<Rate, ExperimentError> {
     match (r, c) {
-        (Some(r), None) if r > 0.0 && r.is_finite() && r <= 100_000.0 => Ok(Rate::PerSec(r)),
+        (Some(r), None) if r > 0.0 && r.is_finite() && r <= super::MAX_RATE => {
+            Ok(Rate::PerSec(r))
+        }
         (Some(r), None) => Err(cx.err(
             at,
             format!("{field}.rate"),
-            format!("{r} is not a usable rate: must be > 0 and <= 100000 documents/s"),
+            format!(
+                "{r} is not a usable rate: must be > 0 and <= {} documents/s",
+                super::MAX_RATE
+            ),
         )),
         (None, Some(c)) if c > 0.0 && c.is_finite() && c <= 10.0 => Ok(Rate::Capacity(c)),
         (None, Some(c)) => Err(cx.err(

@@ -42,13 +42,16 @@ pub(super) fn load_spike(
             format!("{field}.factor"),
             format!("{f} is not a spike: the arrival rate is multiplied by it, so it must be > 1 (and <= 100)"),
         )),
-        (None, Some(r), None) if r > 0.0 && r <= 100_000.0 => {
+        (None, Some(r), None) if r > 0.0 && r <= super::MAX_RATE => {
             Ok(LoadSpike::Extra(Rate::PerSec(r)))
         }
         (None, Some(r), None) => Err(cx.err(
             at,
             format!("{field}.extra_rate"),
-            format!("{r} is not a usable extra rate: must be > 0 and <= 100000 documents/s"),
+            format!(
+                "{r} is not a usable extra rate: must be > 0 and <= {} documents/s",
+                super::MAX_RATE
+            ),
         )),
         (None, None, Some(c)) if c > 0.0 && c <= 10.0 => Ok(LoadSpike::Extra(Rate::Capacity(c))),
         (None, None, Some(c)) => Err(cx.err(
