@@ -105,13 +105,13 @@ impl VariantOverRuns {
         }
     }
 
-    /// Runs whose verdict is bad: metastable, overloaded or never healthy.
+    /// Runs whose verdict is bad (`BAD_CLASSES`: metastable, overloaded or
+    /// never healthy).
     pub fn did_not_recover(&self) -> Share {
-        let bad = ["metastable", "overloaded", "never_healthy"];
         let k = self
             .verdicts
             .iter()
-            .filter(|(class, _)| bad.contains(&class.as_str()))
+            .filter(|(class, _)| crate::analysis::verdict::BAD_CLASSES.contains(&class.as_str()))
             .map(|(_, s)| s.k)
             .sum();
         Share::new(k, self.counted as u64)

@@ -208,9 +208,7 @@ fn rate(
     c: Option<f64>,
 ) -> Result<Rate, ExperimentError> {
     match (r, c) {
-        (Some(r), None) if r > 0.0 && r.is_finite() && r <= super::MAX_RATE => {
-            Ok(Rate::PerSec(r))
-        }
+        (Some(r), None) if r > 0.0 && r.is_finite() && r <= super::MAX_RATE => Ok(Rate::PerSec(r)),
         (Some(r), None) => Err(cx.err(
             at,
             format!("{field}.rate"),

@@ -78,6 +78,10 @@ pub const VERDICT_CLASSES: &[&str] = &[
     "no_trigger",
 ];
 
+/// The bad outcomes: a failure that outlived its trigger, or no health at
+/// all. Campaigns count them by class name (`did_not_recover`).
+pub const BAD_CLASSES: &[&str] = &["metastable", "overloaded", "never_healthy"];
+
 impl Verdict {
     /// The class name (one of [`VERDICT_CLASSES`]).
     pub fn class(&self) -> &'static str {
@@ -100,12 +104,9 @@ impl Verdict {
         }
     }
 
-    /// Whether this is a bad outcome (a failure that outlived its trigger, or no health at all).
+    /// Whether this is a bad outcome (one of [`BAD_CLASSES`]).
     pub fn is_bad(&self) -> bool {
-        matches!(
-            self,
-            Verdict::Metastable { .. } | Verdict::Overloaded { .. } | Verdict::NeverHealthy { .. }
-        )
+        BAD_CLASSES.contains(&self.class())
     }
 
     /// Short label, e.g. "recovered 2 s after the residue".
