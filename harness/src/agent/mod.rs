@@ -16,6 +16,7 @@
 //! answered for 5 s: it never outlives its run.
 
 pub mod coordinator;
+mod launch;
 pub mod protocol;
 pub mod shard;
 

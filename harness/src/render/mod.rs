@@ -6,6 +6,7 @@ pub mod k8s;
 mod objects;
 mod policies;
 mod readme;
+mod run_jobs;
 pub mod seeds;
 
 use std::path::{Path, PathBuf};

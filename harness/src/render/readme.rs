@@ -2,7 +2,7 @@
 //! `kubectl` steps, how each fault of the experiment maps to a Kubernetes
 //! operation, and what has (and has not) been checked.
 
-use super::k8s::{self, K8sOptions, Manifest};
+use super::k8s::{K8sOptions, Manifest};
 use crate::experiment::{Experiment, TimelineOp};
 use std::fmt::Write;
 use sut::AdminCommand;
@@ -163,8 +163,8 @@ impl Readme<'_> {
              The agents run `harness {}`; Kubernetes sets `JOB_COMPLETION_INDEX` in each pod of the Indexed Job, which is the agent's shard \
              (document k of the seeded schedule belongs to shard k mod {}). \
              The summary JSON is on the coordinator's stdout; the report folder is in an `emptyDir` and goes with the pod, so mount a volume at `/reports` to keep it.\n",
-            k8s::coordinator_args(exp, "<variant>", o).join(" "),
-            k8s::agent_args(exp, "<variant>", o).join(" "),
+            super::run_jobs::coordinator_args(exp, "<variant>", o).join(" "),
+            super::run_jobs::agent_args(exp, "<variant>", o).join(" "),
             o.agents
         );
         let _ = writeln!(

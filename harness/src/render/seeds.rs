@@ -16,10 +16,11 @@
 
 use super::k8s::{
     check_renderable, config_volume, labels, meta, namespace_and_config, needs_redis, obj,
-    requests, Jobs, K8sOptions, Manifest, RenderError, CONFIG_DIR,
+    requests, K8sOptions, Manifest, RenderError, CONFIG_DIR,
 };
 use super::objects::*;
 use super::policies::policy;
+use super::run_jobs::Jobs;
 use crate::experiment::Experiment;
 use std::fmt::Write;
 
