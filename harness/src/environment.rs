@@ -27,6 +27,14 @@ pub struct Target {
     /// The embedded system's own runtime (threads named `sut`), shut down
     /// with the target.
     runtime: Option<tokio::runtime::Runtime>,
+    /// The components as child processes (`components.rs`), stopped with
+    /// the target.
+    processes: Option<Arc<crate::components::ProcessSet>>,
+    /// Generic faults on those processes, undone with the target.
+    faults: Option<Arc<crate::faults::Injector>>,
+    /// A real proxy as the gateway: the load goes to it, the rest to its
+    /// face (`proxy_gateway.rs`, whose URL is then `base_url`).
+    proxy: Option<crate::proxy_gateway::ProxyGateway>,
 }
 
 impl Drop for Target {
@@ -51,7 +59,23 @@ impl Target {
             redis: None,
             containers: None,
             runtime: None,
+            processes: None,
+            faults: None,
+            proxy: None,
         }
+    }
+
+    /// Where the load goes: the proxy gateway, else `base_url`.
+    pub(crate) fn load_url(&self) -> String {
+        match &self.proxy {
+            Some(p) => p.load_url.clone(),
+            None => self.base_url.clone(),
+        }
+    }
+
+    /// What applies generic faults to this target's components.
+    pub(crate) fn faults(&self) -> Option<Arc<crate::faults::Injector>> {
+        self.faults.clone()
     }
 
     /// The zones' containers, for real zone outages (containers environment).
@@ -88,6 +112,16 @@ impl Target {
     pub async fn stop(mut self) {
         if let Some(c) = self.containers.take() {
             c.stop().await;
+        }
+        drop(self.proxy.take());
+        if let Some(f) = self.faults.take() {
+            for line in f.undo_all() {
+                eprintln!("harness: {line}");
+            }
+        }
+        if let Some(p) = self.processes.take() {
+            p.stop(sut::server::DRAIN_TIMEOUT).await;
+            let _ = std::fs::remove_dir_all(p.dir());
         }
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
@@ -142,6 +176,7 @@ pub fn calibrate(
         TimelineOp::LoadSpike(LoadSpike::Extra(r)) => uses_capacity(r),
         TimelineOp::LoadSpike(LoadSpike::Factor(_))
         | TimelineOp::Admin(_)
+        | TimelineOp::Generic(_)
         | TimelineOp::OversizedDocuments(_) => false,
     });
     let Some(executor) = executor else {
@@ -169,6 +204,7 @@ pub async fn start(
     executor: Option<Arc<dyn PageExecutor>>,
 ) -> anyhow::Result<Target> {
     match (&exp.environment, executor) {
+        (Environment::Embedded, Some(_)) if exp.needs_components() => start_components(v).await,
         (Environment::Embedded, Some(executor)) => start_embedded(v, executor).await,
         (Environment::Containers { images }, _) => {
             let set = crate::containers::start(&v.name, &v.system, images)
@@ -195,16 +231,7 @@ pub async fn start(
 /// fresh loopback port.
 async fn start_embedded(v: &Variant, executor: Arc<dyn PageExecutor>) -> anyhow::Result<Target> {
     let mut config = v.system.clone();
-    // A Redis cache without a URL: start our own redis-server for this variant.
-    let redis = match &mut config.cache.backend {
-        sut::config::CacheBackend::Redis(r) if r.url.is_none() => {
-            let server = sut::RedisServer::start(r.maxmemory_mb, r.policy)
-                .map_err(|e| anyhow::anyhow!("variant {}: {e}", v.name))?;
-            r.url = Some(server.url());
-            Some(server)
-        }
-        _ => None,
-    };
+    let redis = own_redis(&mut config, &v.name)?;
     // Its own runtime, with named threads, so the harness-cost panel
     // can tell its CPU from the harness's (cpu.rs).
     let runtime = crate::cpu::named_runtime(crate::cpu::SUT_THREADS)
@@ -221,7 +248,85 @@ async fn start_embedded(v: &Variant, executor: Arc<dyn PageExecutor>) -> anyhow:
         redis,
         containers: None,
         runtime: Some(runtime),
+        processes: None,
+        faults: None,
+        proxy: None,
     })
+}
+
+/// A Redis cache without a URL: our own redis-server for this variant,
+/// its URL set in `config`.
+fn own_redis(
+    config: &mut sut::SystemConfig,
+    variant: &str,
+) -> anyhow::Result<Option<sut::RedisServer>> {
+    Ok(match &mut config.cache.backend {
+        sut::config::CacheBackend::Redis(r) if r.url.is_none() => {
+            let server = sut::RedisServer::start(r.maxmemory_mb, r.policy)
+                .map_err(|e| anyhow::anyhow!("variant {variant}: {e}"))?;
+            r.url = Some(server.url());
+            Some(server)
+        }
+        _ => None,
+    })
+}
+
+/// The variant's system as component processes on loopback (see
+/// `components.rs`): a pool process per zone, then the gateway process, or
+/// with a proxy gateway a control process (admin, merged metrics; no load)
+/// and the proxy (`proxy_gateway.rs`).
+async fn start_components(v: &Variant) -> anyhow::Result<Target> {
+    use crate::components::{pool_component, sut_binary, ProcessSet};
+    let ledger = Arc::new(crate::faults::ledger::Ledger::open()?);
+    let mut config = v.system.clone();
+    let redis = own_redis(&mut config, &v.name)?;
+    let dir = std::env::temp_dir().join(format!(
+        "harness-components-{}-{}",
+        std::process::id(),
+        v.name
+    ));
+    let set = Arc::new(ProcessSet::new(dir, ledger.clone())?);
+    let sut = sut_binary()?;
+    let file = set.dir().join("system.json");
+    std::fs::write(&file, serde_json::to_vec_pretty(&config)?)
+        .with_context(|| format!("writing {}", file.display()))?;
+    let file = file.display().to_string();
+    let mut gateway = vec![
+        "--config".to_string(),
+        file.clone(),
+        "--role".into(),
+        "gateway".into(),
+    ];
+    let mut pools = Vec::new();
+    for z in &config.zones {
+        let args = ["--config", &file, "--role", "pool", "--zone", z.as_str()];
+        let addr = set
+            .start_sut(
+                &pool_component(z),
+                &sut,
+                args.iter().map(|a| a.to_string()).collect(),
+            )
+            .await?;
+        gateway.extend(["--pool".to_string(), format!("{z}=http://{addr}")]);
+        pools.push((z.clone(), addr));
+    }
+    let (base_url, proxy) = match &config.gateway.proxy {
+        None => {
+            let addr = set.start_sut("gateway", &sut, gateway).await?;
+            (format!("http://{addr}"), None)
+        }
+        Some(p) => {
+            let control = set.start_sut("control", &sut, gateway).await?;
+            let g = crate::proxy_gateway::start(&set, p, &pools, control).await?;
+            (g.face_url.clone(), Some(g))
+        }
+    };
+    let mut target = Target::elsewhere(base_url, Some(v.system.admin_token.clone()));
+    target.proxy = proxy;
+    target.redis = redis;
+    target.faults = Some(Arc::new(crate::faults::Injector::new(set.clone(), ledger)));
+    target.processes = Some(set);
+    Ok(target)
 }
 
 /// What serving an embedded system hands back: its address, the sender that

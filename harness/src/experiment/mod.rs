@@ -12,6 +12,7 @@ mod validate;
 
 pub use raw::PageDistribution;
 pub use validate::{load, load_forms, parse, parse_forms, parse_seeds, ExperimentError};
+pub(crate) use validate::{proxy_binary, which};
 
 use gpu_executor::ExecutorChoice;
 use retry_policy::RetryConfig;
@@ -300,6 +301,18 @@ pub enum TimelineOp {
     /// More arrivals for the entry's duration: an extra Poisson stream of
     /// ordinary documents on top of the workload's (`spike.rs`).
     LoadSpike(LoadSpike),
+    /// Done to a component's process from the outside (`faults/`): a CPU
+    /// quota, a pause, a kill; needs no admin API.
+    Generic(crate::faults::GenericFault),
+}
+
+/// What undoes a fault at the end of its duration.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Revert {
+    /// A command to the admin API.
+    Admin(AdminCommand),
+    /// The generic fault itself, undone (`faults::Injector::undo`).
+    Generic(crate::faults::GenericFault),
 }
 
 /// How much a `load_spike` adds: `{ factor: 2.5 }` (the arrival rate times
@@ -353,8 +366,16 @@ pub struct OversizedDocuments {
 }
 
 impl TimelineOp {
-    /// The command that undoes a fault with a duration, if it has one.
-    pub fn revert(&self) -> Option<AdminCommand> {
+    /// What undoes a fault with a duration, if anything can.
+    pub fn revert(&self) -> Option<Revert> {
+        if let TimelineOp::Generic(f) = self {
+            return Some(Revert::Generic(f.clone()));
+        }
+        self.revert_command().map(Revert::Admin)
+    }
+
+    /// The admin command that undoes a fault with a duration, if it has one.
+    fn revert_command(&self) -> Option<AdminCommand> {
         match self {
             TimelineOp::Admin(AdminCommand::ZoneFail { zone, .. }) => {
                 Some(AdminCommand::ZoneRecover { zone: zone.clone() })
@@ -394,7 +415,8 @@ impl TimelineOp {
                 | AdminCommand::ResumeAllocations { .. },
             )
             | TimelineOp::OversizedDocuments(_)
-            | TimelineOp::LoadSpike(_) => None,
+            | TimelineOp::LoadSpike(_)
+            | TimelineOp::Generic(_) => None,
         }
     }
 }
@@ -408,6 +430,9 @@ pub enum SwitchError {
     /// An external environment needs the target the file names.
     #[error("--environment external needs a target: set `environment: external` and `target:` in the file")]
     NoTarget,
+    /// Generic faults (named) need the embedded environment's component processes.
+    #[error("{0} has a {1} fault, which only the embedded environment can apply here (its roles as child processes)")]
+    Generic(String, &'static str),
 }
 
 impl Experiment {
@@ -418,6 +443,9 @@ impl Experiment {
         if let Environment::External { .. } = self.environment {
             return Err(SwitchError::External(self.name.clone()));
         }
+        if let (EnvironmentKind::Containers, Some(f)) = (kind, self.generic_faults().next()) {
+            return Err(SwitchError::Generic(self.name.clone(), f.kind()));
+        }
         self.environment = match kind {
             EnvironmentKind::Embedded => Environment::Embedded,
             EnvironmentKind::Containers => Environment::Containers {
@@ -426,6 +454,26 @@ impl Experiment {
             EnvironmentKind::External => return Err(SwitchError::NoTarget),
         };
         Ok(())
+    }
+
+    /// The timeline's generic faults (`cpu_limit`, `pause`, `kill`).
+    pub fn generic_faults(&self) -> impl Iterator<Item = &crate::faults::GenericFault> {
+        self.timeline.iter().filter_map(|e| match &e.op {
+            TimelineOp::Generic(f) => Some(f),
+            TimelineOp::Admin(_) | TimelineOp::OversizedDocuments(_) | TimelineOp::LoadSpike(_) => {
+                None
+            }
+        })
+    }
+
+    /// Whether each variant runs as component processes (`components.rs`):
+    /// when a generic fault needs a process to act on.
+    pub fn needs_components(&self) -> bool {
+        self.generic_faults().next().is_some()
+            || self
+                .variants
+                .iter()
+                .any(|v| v.system.gateway.proxy.is_some())
     }
 
     /// Executor preference of the first variant (one device serves every variant).

@@ -13,7 +13,9 @@ mod campaign;
 pub use campaign::parse_seeds;
 mod client;
 mod expect;
+mod proxy;
 mod sections;
+pub(crate) use proxy::{binary as proxy_binary, which};
 mod spike;
 mod timeline;
 
@@ -38,6 +40,11 @@ pub(super) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The experiment file's name as given.
+    pub(super) fn file(&self) -> &str {
+        self.file
+    }
+
     pub(super) fn err(
         &self,
         at: &Location,
@@ -129,7 +136,8 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
     let environment = sections::environment(&cx, &raw)?;
     let analysis = sections::analysis_config(&cx, &form.analysis)?;
     let (workload, implied) = sections::workload(&cx, &raw.workload, form.duration)?;
-    let variants = sections::variants(&cx, &raw, &tree, &environment)?;
+    let mut variants = sections::variants(&cx, &raw, &tree, &environment)?;
+    proxy::proxies(&cx, &raw, &mut variants, &environment)?;
     let timeline = timeline::timeline(
         &cx,
         &form.timeline,

@@ -1,0 +1,244 @@
+//! Generic faults: what breaks a component from the outside, with no admin
+//! API: `cpu_limit` (a CPU quota), `pause` (frozen), `kill` (restarted at
+//! the end of the entry's duration). They act on a component that is a
+//! process of its own (`components.rs`); each one applied is written to the
+//! fault ledger first (`ledger.rs`), undone at the end of its duration, when
+//! the variant stops (its end, Ctrl-C, an error) or, after a SIGKILL, by the
+//! next harness start (`ledger::recover`).
+//!
+//! `cgroup.rs` does the quota and the freezing, `ledger.rs` the state file.
+
+pub mod cgroup;
+pub mod ledger;
+
+use crate::components::ProcessSet;
+use ledger::{Ledger, Record};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+/// A generic fault on one component, as written in a timeline entry
+/// (`fault: { cpu_limit: { component: pool-az1, cpus: 0.2 } }`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum GenericFault {
+    /// A CPU quota of `cpus` CPUs (> 0) on the component's process.
+    CpuLimit { component: String, cpus: f64 },
+    /// The component's process frozen.
+    Pause { component: String },
+    /// The component's process killed (SIGKILL); restarted on its address at
+    /// the end of the entry's duration.
+    Kill { component: String },
+}
+
+impl GenericFault {
+    pub fn component(&self) -> &str {
+        match self {
+            GenericFault::CpuLimit { component, .. }
+            | GenericFault::Pause { component }
+            | GenericFault::Kill { component } => component,
+        }
+    }
+
+    /// The YAML key of its kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            GenericFault::CpuLimit { .. } => "cpu_limit",
+            GenericFault::Pause { .. } => "pause",
+            GenericFault::Kill { .. } => "kill",
+        }
+    }
+
+    /// Its label in the report.
+    pub fn label(&self) -> String {
+        match self {
+            GenericFault::CpuLimit { component, cpus } => {
+                format!("{component} limited to {cpus} CPUs")
+            }
+            GenericFault::Pause { component } => format!("{component} paused"),
+            GenericFault::Kill { component } => format!("{component} killed"),
+        }
+    }
+
+    /// Impossible values, as `(field, why)`.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        match self {
+            GenericFault::CpuLimit { cpus, .. } => {
+                if !(cpus.is_finite() && *cpus > 0.0) {
+                    return Err((
+                        "cpus",
+                        format!("must be > 0 (a share of CPUs, e.g. 0.2), not {cpus}"),
+                    ));
+                }
+                if *cpus > 1024.0 {
+                    return Err(("cpus", format!("{cpus} CPUs is no limit")));
+                }
+                Ok(())
+            }
+            GenericFault::Pause { .. } | GenericFault::Kill { .. } => Ok(()),
+        }
+    }
+}
+
+/// Why a generic fault could not be applied or undone.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FaultError {
+    #[error("no component {0:?} runs in this variant")]
+    NoComponent(String),
+    #[error("{0} is not running (killed?)")]
+    NotRunning(String),
+    #[error("{0} already has a {1} fault")]
+    Overlap(String, &'static str),
+    #[error(transparent)]
+    Cgroup(#[from] cgroup::CgroupError),
+    #[error(transparent)]
+    Ledger(#[from] ledger::LedgerError),
+    #[error("{0:#}")]
+    Process(anyhow::Error),
+}
+
+/// A fault in force: what undoes it.
+enum Active {
+    Cgroup {
+        placement: cgroup::Placement,
+        ledger_id: u64,
+    },
+    Killed,
+}
+
+/// Applies and undoes generic faults on a variant's component processes.
+pub(crate) struct Injector {
+    processes: Arc<ProcessSet>,
+    ledger: Arc<Ledger>,
+    active: Mutex<BTreeMap<(String, &'static str), Active>>,
+}
+
+impl Injector {
+    pub(crate) fn new(processes: Arc<ProcessSet>, ledger: Arc<Ledger>) -> Injector {
+        Injector {
+            processes,
+            ledger,
+            active: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn key(f: &GenericFault) -> (String, &'static str) {
+        (f.component().to_string(), f.kind())
+    }
+
+    /// Applies `f`; what was done, for the timeline's log.
+    pub(crate) async fn apply(&self, f: &GenericFault) -> Result<String, FaultError> {
+        let key = Self::key(f);
+        if self.active.lock().expect("faults lock").contains_key(&key) {
+            return Err(FaultError::Overlap(key.0, key.1));
+        }
+        let name = f.component();
+        if self.processes.addr(name).await.is_none() {
+            return Err(FaultError::NoComponent(name.into()));
+        }
+        let (active, detail) = match f {
+            GenericFault::CpuLimit { cpus, .. } => {
+                self.cgroup(name, cgroup::Control::CpuQuota { cpus: *cpus })
+                    .await?
+            }
+            GenericFault::Pause { .. } => self.cgroup(name, cgroup::Control::Freeze).await?,
+            GenericFault::Kill { .. } => {
+                let pid = self
+                    .processes
+                    .kill(name)
+                    .await
+                    .map_err(FaultError::Process)?;
+                (Active::Killed, format!("{name} (process {pid}) killed"))
+            }
+        };
+        self.active.lock().expect("faults lock").insert(key, active);
+        Ok(detail)
+    }
+
+    async fn cgroup(
+        &self,
+        name: &str,
+        control: cgroup::Control,
+    ) -> Result<(Active, String), FaultError> {
+        let pid = self
+            .processes
+            .pid(name)
+            .await
+            .ok_or_else(|| FaultError::NotRunning(name.into()))?;
+        let tag = format!("{}-{name}-{pid}", std::process::id());
+        let placement = cgroup::plan(pid, control, &tag)?;
+        // Recorded before it is done: a SIGKILL in between leaves a record
+        // whose undo is harmless.
+        let ledger_id = self.ledger.add(Record::Cgroup(placement.clone()))?;
+        if let Err(e) = placement.apply() {
+            let _ = placement.undo();
+            self.ledger.remove(ledger_id);
+            return Err(e.into());
+        }
+        let detail = format!("{name}: {}", placement.describe());
+        Ok((
+            Active::Cgroup {
+                placement,
+                ledger_id,
+            },
+            detail,
+        ))
+    }
+
+    /// Undoes `f` (lifts the quota, thaws, restarts); what was done.
+    pub(crate) async fn undo(&self, f: &GenericFault) -> Result<String, FaultError> {
+        let key = Self::key(f);
+        let Some(active) = self.active.lock().expect("faults lock").remove(&key) else {
+            return Ok(format!("{} {}: nothing in force", key.0, key.1));
+        };
+        match active {
+            Active::Cgroup {
+                placement,
+                ledger_id,
+            } => {
+                placement.undo()?;
+                self.ledger.remove(ledger_id);
+                Ok(format!("{}: lifted", key.0))
+            }
+            Active::Killed => {
+                let pid = self
+                    .processes
+                    .restart(&key.0)
+                    .await
+                    .map_err(FaultError::Process)?;
+                Ok(format!("{} restarted (process {pid})", key.0))
+            }
+        }
+    }
+
+    /// Undoes every cgroup fault still in force (the variant's end, Ctrl-C,
+    /// an error, a drop); killed components stay down, as the set stops.
+    pub(crate) fn undo_all(&self) -> Vec<String> {
+        let active = std::mem::take(&mut *self.active.lock().expect("faults lock"));
+        let mut lines = Vec::new();
+        for ((name, kind), a) in active {
+            match a {
+                Active::Cgroup {
+                    placement,
+                    ledger_id,
+                } => match placement.undo() {
+                    Ok(()) => {
+                        self.ledger.remove(ledger_id);
+                        lines.push(format!("{kind} on {name} undone at the variant's end"));
+                    }
+                    Err(e) => lines.push(format!("{kind} on {name} NOT undone: {e}")),
+                },
+                Active::Killed => {}
+            }
+        }
+        lines
+    }
+}
+
+impl Drop for Injector {
+    fn drop(&mut self) {
+        for line in self.undo_all() {
+            tracing::info!("{line}");
+        }
+    }
+}
