@@ -368,3 +368,90 @@ fn async_clients_poll_at_their_interval_and_variants_may_switch_mode() {
         .iter()
         .all(|v| v.client.submission == Submission::Sync));
 }
+
+#[test]
+fn generic_fault_on_an_unknown_component() {
+    let e = broken(
+        "fault: { cache_fill: { entries: 10 } }",
+        "fault: { pause: { component: pool-nowhere } }",
+    );
+    check(&e, 11, "timeline[0].fault.pause.component");
+    assert!(e.message.contains("unknown component"), "{e}");
+    assert!(e.message.contains("pool-z1"), "lists the components: {e}");
+}
+
+#[test]
+fn cpu_limit_needs_a_positive_share() {
+    for cpus in ["0", "-0.5"] {
+        let e = broken(
+            "fault: { cache_fill: { entries: 10 } }",
+            &format!("fault: {{ cpu_limit: {{ component: gateway, cpus: {cpus} }} }}"),
+        );
+        check(&e, 11, "timeline[0].fault.cpu_limit.cpus");
+    }
+    let ok = BASE.replace(
+        "fault: { cache_fill: { entries: 10 } }, trigger: false",
+        "duration: 2s, fault: { cpu_limit: { component: gateway, cpus: 0.2 } }, trigger: false",
+    );
+    let exp = parse(&ok, "exp.yaml", false).unwrap();
+    assert!(
+        exp.needs_components(),
+        "a generic fault runs the roles as processes"
+    );
+}
+
+#[test]
+fn generic_faults_need_the_embedded_environment() {
+    let text = BASE
+        .replace(
+            "fault: { cache_fill: { entries: 10 } }",
+            "fault: { kill: { component: gateway } }",
+        )
+        .replacen("\nsystem:", "\nenvironment: containers\nsystem:", 1);
+    let e = parse(&text, "exp.yaml", false).unwrap_err();
+    assert_eq!(e.line, 12, "{e}");
+    assert!(e.message.contains("embedded"), "{e}");
+}
+
+/// A proxy configuration file in a fresh folder, and the experiment
+/// that uses it (the file named relative to the experiment's folder).
+fn with_proxy(
+    kind: &str,
+    config: &str,
+) -> Result<harness::experiment::Experiment, harness::experiment::ExperimentError> {
+    let dir = std::env::temp_dir().join(format!(
+        "harness-validate-proxy-{}-{kind}-{}",
+        std::process::id(),
+        config.len()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("proxy.cfg"), config).unwrap();
+    let text = BASE.replace(
+        "  b: { system: { pool: { slots: 8 } } }",
+        &format!(
+            "  b: {{ system: {{ gateway: {{ proxy: {{ {kind}: {{ config: proxy.cfg }} }} }} }} }}"
+        ),
+    );
+    let file = dir.join("exp.yaml");
+    parse(&text, &file.display().to_string(), false)
+}
+
+#[test]
+fn proxy_config_without_its_placeholders() {
+    // The pools' placeholder missing: refused, at the variant, naming it.
+    let e = with_proxy("haproxy", "frontend f\n  bind {{listen}}\n").unwrap_err();
+    assert_eq!(e.line, 14, "{e}");
+    assert!(e.field.ends_with("gateway.proxy.config"), "{e}");
+    assert!(e.message.contains("{{pool:z1}}"), "{e}");
+    // nginx needs its log placeholder too.
+    let e = with_proxy("nginx", "listen {{listen}}; server {{pool:z1}};").unwrap_err();
+    assert!(e.message.contains("{{access_log}}"), "{e}");
+    // An unreadable file is located too.
+    let text = BASE.replace(
+        "  b: { system: { pool: { slots: 8 } } }",
+        "  b: { system: { gateway: { proxy: { haproxy: { config: /nowhere/x.cfg } } } } }",
+    );
+    let e = parse(&text, "exp.yaml", false).unwrap_err();
+    assert_eq!(e.line, 14, "{e}");
+    assert!(e.message.contains("cannot read"), "{e}");
+}

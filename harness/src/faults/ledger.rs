@@ -38,7 +38,7 @@ impl Record {
                 Ok(format!("lifted: {}", p.describe()))
             }
             Record::Process { pid, start, name } => {
-                if process_start(*pid) != Some(*start) {
+                if process_start(*pid) != Some(*start) || is_zombie(*pid) {
                     return Ok(format!("{name} (process {pid}) had already exited"));
                 }
                 // SAFETY: kill(2) with a pid checked to be ours (same start time).
@@ -93,6 +93,20 @@ pub(crate) fn process_start(pid: u32) -> Option<u64> {
     // The command may contain spaces and parentheses: fields follow the last ')'.
     let rest = &stat[stat.rfind(')')? + 1..];
     rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether `pid` has exited but not been reaped (a zombie: its parent, the
+/// killed harness, is gone and the new parent may never reap it).
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 1..];
+            rest.split_whitespace()
+                .next()
+                .map(|st| st == "Z" || st == "X")
+        })
+        .unwrap_or(false)
 }
 
 impl Ledger {
