@@ -21,6 +21,8 @@ pub(super) fn proxies(
     environment: &Environment,
 ) -> Result<(), ExperimentError> {
     let base = Path::new(cx.file()).parent().unwrap_or(Path::new("."));
+    let base = std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf());
+    let base = base.as_path();
     let fallback = raw.name.referenced;
     for v in variants.iter_mut() {
         let Some(proxy) = v.system.gateway.proxy.clone() else {
