@@ -117,11 +117,37 @@ pub(crate) async fn start(
 
 /// The placeholders filled: `{{listen}}` and every `{{pool:ZONE}}`.
 pub(crate) fn fill(text: &str, listen: SocketAddr, pools: &[(String, SocketAddr)]) -> String {
-    let mut out = text.replace("{{listen}}", &listen.to_string());
-    for (zone, addr) in pools {
-        out = out.replace(&format!("{{{{pool:{zone}}}}}"), &addr.to_string());
-    }
-    out
+    let mut pairs = vec![("{{listen}}".to_string(), listen.to_string())];
+    pairs.extend(
+        pools
+            .iter()
+            .map(|(zone, addr)| (format!("{{{{pool:{zone}}}}}"), addr.to_string())),
+    );
+    replace_live(text, &pairs)
+}
+
+/// `text` with each `(from, to)` replaced outside `#` comment lines (both
+/// proxies' comment syntax), so a config may mention its placeholders.
+fn replace_live(text: &str, pairs: &[(String, String)]) -> String {
+    text.lines()
+        .map(|line| {
+            if line.trim_start().starts_with('#') {
+                return line.to_string();
+            }
+            pairs
+                .iter()
+                .fold(line.to_string(), |l, (from, to)| l.replace(from, to))
+        })
+        .flat_map(|l| [l, "\n".to_string()])
+        .collect()
+}
+
+/// `text` without its `#` comment lines.
+pub(crate) fn uncommented(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// HAProxy's file (the exporter frontend appended) and command line.
@@ -139,12 +165,15 @@ fn haproxy(text: &str, dir: &Path) -> anyhow::Result<(Vec<String>, Source)> {
 /// nginx's file (`{{access_log}}` filled) and command line.
 fn nginx(text: &str, dir: &Path) -> anyhow::Result<(Vec<String>, Source)> {
     let log = dir.join("nginx-upstream.log");
-    let text = text.replace(
-        "{{access_log}}",
-        &format!(
-            "log_format harness_upstream '$status|$upstream_status';\n    access_log {} harness_upstream;",
-            log.display()
-        ),
+    let text = replace_live(
+        text,
+        &[(
+            "{{access_log}}".to_string(),
+            format!(
+                "log_format harness_upstream '$status|$upstream_status';\n    access_log {} harness_upstream;",
+                log.display()
+            ),
+        )],
     );
     let file = dir.join("nginx.conf");
     std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;

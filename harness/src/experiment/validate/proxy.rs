@@ -21,6 +21,11 @@ pub(super) fn proxies(
     environment: &Environment,
 ) -> Result<(), ExperimentError> {
     let base = Path::new(cx.file()).parent().unwrap_or(Path::new("."));
+    let base = if base.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        base
+    };
     let base = std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf());
     let base = base.as_path();
     let fallback = raw.name.referenced;
@@ -44,8 +49,10 @@ pub(super) fn proxies(
             }
         }
         let (kind, text) = read(&resolved).map_err(|m| err(".config", m))?;
+        // Only where the proxy reads them: a placeholder in a comment is none.
+        let live = crate::proxy_gateway::uncommented(&text);
         for need in placeholders(&resolved, &v.system.zones) {
-            if !text.contains(&need) {
+            if !live.contains(&need) {
                 return Err(err(
                     ".config",
                     format!(
