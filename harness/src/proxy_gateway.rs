@@ -11,9 +11,10 @@
 //! the variant's folder (so the file must not set `daemon` or `pid`).
 //!
 //! The proxy is the retry layer, so gateway amplification is read from it:
-//! HAProxy's `haproxy_backend_http_requests_total` (requests) plus
-//! `haproxy_backend_retry_warnings_total` (each retry, redispatched or not)
-//! are its attempts; nginx's access log has one line per request and one
+//! HAProxy's `haproxy_backend_http_requests_total` are its requests and
+//! `haproxy_server_sessions_total` over every server its attempts (each try
+//! is a stream handed to a server; `retry_warnings` counted four per
+//! request at `retries 2` on HAProxy 2.6, so it is not used); nginx's access log has one line per request and one
 //! `$upstream_status` entry per upstream try. The rest of the system is
 //! read and driven through a *face*: a small HTTP server here whose
 //! `/metrics` is a `sut --role gateway` control process's (every pool's
@@ -198,10 +199,9 @@ fn nginx(text: &str, dir: &Path) -> anyhow::Result<(Vec<String>, Source)> {
 /// Requests and attempts in HAProxy's exporter text.
 pub(crate) fn haproxy_counts(text: &str) -> Counts {
     let s = crate::scrape::parse(text);
-    let requests = s.sum("haproxy_backend_http_requests_total", &[]);
     Counts {
-        requests,
-        attempts: requests + s.sum("haproxy_backend_retry_warnings_total", &[]),
+        requests: s.sum("haproxy_backend_http_requests_total", &[]),
+        attempts: s.sum("haproxy_server_sessions_total", &[]),
     }
 }
 
@@ -356,9 +356,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn haproxy_attempts_are_requests_plus_retries() {
+    fn haproxy_attempts_are_streams_handed_to_servers() {
         let c = haproxy_counts(
-            "haproxy_backend_http_requests_total{proxy=\"pools\"} 5\nhaproxy_backend_retry_warnings_total{proxy=\"pools\"} 15\n",
+            "haproxy_backend_http_requests_total{proxy=\"pools\"} 5\nhaproxy_backend_retry_warnings_total{proxy=\"pools\"} 15\nhaproxy_server_sessions_total{proxy=\"pools\",server=\"a\"} 12\nhaproxy_server_sessions_total{proxy=\"pools\",server=\"b\"} 8\n",
         );
         assert_eq!(
             c,
