@@ -35,6 +35,8 @@ pub struct Target {
     /// A real proxy as the gateway: the load goes to it, the rest to its
     /// face (`proxy_gateway.rs`, whose URL is then `base_url`).
     proxy: Option<crate::proxy_gateway::ProxyGateway>,
+    /// A fault proxy in front of the gateway: the load goes through it.
+    load_via: Option<String>,
 }
 
 impl Drop for Target {
@@ -62,11 +64,15 @@ impl Target {
             processes: None,
             faults: None,
             proxy: None,
+            load_via: None,
         }
     }
 
     /// Where the load goes: the proxy gateway, else `base_url`.
     pub(crate) fn load_url(&self) -> String {
+        if let Some(via) = &self.load_via {
+            return via.clone();
+        }
         match &self.proxy {
             Some(p) => p.load_url.clone(),
             None => self.base_url.clone(),
@@ -204,7 +210,9 @@ pub async fn start(
     executor: Option<Arc<dyn PageExecutor>>,
 ) -> anyhow::Result<Target> {
     match (&exp.environment, executor) {
-        (Environment::Embedded, Some(_)) if exp.needs_components() => start_components(v).await,
+        (Environment::Embedded, Some(_)) if exp.needs_components() => {
+            start_components(v, &exp.network_faulted()).await
+        }
         (Environment::Embedded, Some(executor)) => start_embedded(v, executor).await,
         (Environment::Containers { images }, _) => {
             let set = crate::containers::start(&v.name, &v.system, images)
@@ -251,6 +259,7 @@ async fn start_embedded(v: &Variant, executor: Arc<dyn PageExecutor>) -> anyhow:
         processes: None,
         faults: None,
         proxy: None,
+        load_via: None,
     })
 }
 
@@ -275,7 +284,10 @@ fn own_redis(
 /// `components.rs`): a pool process per zone, then the gateway process, or
 /// with a proxy gateway a control process (admin, merged metrics; no load)
 /// and the proxy (`proxy_gateway.rs`).
-async fn start_components(v: &Variant) -> anyhow::Result<Target> {
+async fn start_components(
+    v: &Variant,
+    network: &std::collections::BTreeSet<String>,
+) -> anyhow::Result<Target> {
     use crate::components::{pool_component, sut_binary, ProcessSet};
     let ledger = Arc::new(crate::faults::ledger::Ledger::open()?);
     let mut config = v.system.clone();
@@ -298,15 +310,19 @@ async fn start_components(v: &Variant) -> anyhow::Result<Target> {
         "gateway".into(),
     ];
     let mut pools = Vec::new();
+    let mut fault_proxies = std::collections::BTreeMap::new();
     for z in &config.zones {
         let args = ["--config", &file, "--role", "pool", "--zone", z.as_str()];
-        let addr = set
-            .start_sut(
-                &pool_component(z),
-                &sut,
-                args.iter().map(|a| a.to_string()).collect(),
-            )
+        let name = pool_component(z);
+        let mut addr = set
+            .start_sut(&name, &sut, args.iter().map(|a| a.to_string()).collect())
             .await?;
+        if network.contains(&name) {
+            // Its peers reach it through the fault proxy.
+            let p = crate::faults::fault_proxy::FaultProxy::start(addr).await?;
+            addr = p.addr;
+            fault_proxies.insert(name, Arc::new(p));
+        }
         gateway.extend(["--pool".to_string(), format!("{z}=http://{addr}")]);
         pools.push((z.clone(), addr));
     }
@@ -323,8 +339,24 @@ async fn start_components(v: &Variant) -> anyhow::Result<Target> {
     };
     let mut target = Target::elsewhere(base_url, Some(v.system.admin_token.clone()));
     target.proxy = proxy;
+    if network.contains("gateway") {
+        // The load reaches the gateway through the fault proxy (the
+        // harness's own scrapes and admin commands do not).
+        let to = target.load_url();
+        let to: std::net::SocketAddr = to
+            .trim_start_matches("http://")
+            .parse()
+            .with_context(|| format!("the gateway's address {to}"))?;
+        let p = crate::faults::fault_proxy::FaultProxy::start(to).await?;
+        target.load_via = Some(format!("http://{}", p.addr));
+        fault_proxies.insert("gateway".to_string(), Arc::new(p));
+    }
     target.redis = redis;
-    target.faults = Some(Arc::new(crate::faults::Injector::new(set.clone(), ledger)));
+    target.faults = Some(Arc::new(crate::faults::Injector::new(
+        set.clone(),
+        ledger,
+        fault_proxies,
+    )));
     target.processes = Some(set);
     Ok(target)
 }

@@ -283,3 +283,68 @@ fn after_sigkill_the_next_start_undoes_what_was_left() {
     );
     assert_nothing_left(pid, &run.ledger);
 }
+
+#[test]
+fn a_network_fault_goes_through_a_fault_proxy_that_ends_with_the_run() {
+    // No cgroup is involved: this one runs without root too.
+    let mut run = start(
+        "network",
+        "8s",
+        "  - { at: 2s, duration: 3s, fault: { network: { component: pool-az1, delay: 50ms } } }\n  - { at: 3s, duration: 2s, fault: { network: { component: gateway, delay: 100ms, jitter: 5ms } } }",
+    );
+    let pid = run.child.id();
+    let status = wait_exit(&mut run.child, Duration::from_secs(120));
+    let stderr = std::fs::read_to_string(run.dir.join("stderr.log")).unwrap();
+    assert!(
+        status.code().is_some_and(|c| c == 0 || c == 1),
+        "{status}: {stderr}"
+    );
+    let ev = events(&run.dir);
+    let mut proxies = Vec::new();
+    for label in ["network into pool-az1", "network into gateway"] {
+        let on = ev
+            .iter()
+            .find(|e| e["label"] == label)
+            .unwrap_or_else(|| panic!("{ev:?}"));
+        let off = ev
+            .iter()
+            .find(|e| e["label"] == format!("end: {label}"))
+            .unwrap();
+        assert_eq!(
+            (&on["ok"], &off["ok"]),
+            (&true.into(), &true.into()),
+            "{ev:?}"
+        );
+        let detail = on["detail"].as_str().unwrap();
+        assert!(
+            detail.contains("delay: 50ms") || detail.contains("delay: 100ms"),
+            "{detail}"
+        );
+        let addr = detail.split_whitespace().nth(2).unwrap().to_string();
+        proxies.push(addr);
+    }
+    // While the gateway's path was delayed every request took the delay
+    // each way, and no fault proxy listens once the run is over.
+    let run_json: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(run.dir.join("reports/generic-faults/latest/run.json")).unwrap(),
+    )
+    .unwrap();
+    let p50 = |t: usize| {
+        run_json["variants"][0]["seconds"][t]["p50_ms"]
+            .as_f64()
+            .unwrap_or(0.0)
+    };
+    assert!(
+        p50(3) >= 190.0 && p50(1) < 190.0,
+        "p50 {} at 1 s, {} at 3 s",
+        p50(1),
+        p50(3)
+    );
+    for addr in proxies {
+        assert!(
+            std::net::TcpStream::connect(&addr).is_err(),
+            "fault proxy {addr} still listens"
+        );
+    }
+    assert_nothing_left(pid, &run.ledger);
+}

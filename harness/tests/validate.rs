@@ -481,3 +481,33 @@ fn proxy_config_without_its_placeholders() {
     assert_eq!(e.line, 14, "{e}");
     assert!(e.message.contains("cannot read"), "{e}");
 }
+
+#[test]
+fn network_fault_values_are_checked() {
+    let with = |spec: &str| {
+        BASE.replace(
+            "fault: { cache_fill: { entries: 10 } }",
+            &format!("fault: {{ network: {{ component: pool-z1, {spec} }} }}"),
+        )
+    };
+    for (spec, field) in [
+        ("loss: 101", "network.loss"),
+        ("loss: -1", "network.loss"),
+        ("delay: 10ms, reset: 150", "network.reset"),
+        ("bandwidth: 0", "network.bandwidth"),
+        ("delay: 10ms, jitter: 20ms", "network.jitter"),
+        ("loss: 0", "network.delay"),
+    ] {
+        let e = parse(&with(spec), "exp.yaml", false).unwrap_err();
+        check(&e, 11, &format!("timeline[0].fault.{field}"));
+    }
+    let e = parse(&with("delay: soon"), "exp.yaml", false).unwrap_err();
+    check(&e, 11, "timeline[0].fault");
+    let ok = parse(
+        &with("delay: 50ms, jitter: 10ms, loss: 5, bandwidth: 256, reset: 1"),
+        "exp.yaml",
+        false,
+    )
+    .unwrap();
+    assert!(ok.needs_components());
+}

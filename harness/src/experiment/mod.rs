@@ -466,6 +466,19 @@ impl Experiment {
         })
     }
 
+    /// The components a `network` fault names: each gets a fault proxy in
+    /// the path into it.
+    pub(crate) fn network_faulted(&self) -> std::collections::BTreeSet<String> {
+        self.generic_faults()
+            .filter_map(|f| match f {
+                crate::faults::GenericFault::Network(n) => Some(n.component.clone()),
+                crate::faults::GenericFault::CpuLimit { .. }
+                | crate::faults::GenericFault::Pause { .. }
+                | crate::faults::GenericFault::Kill { .. } => None,
+            })
+            .collect()
+    }
+
     /// Whether each variant runs as component processes (`components.rs`):
     /// when a generic fault needs a process to act on.
     pub fn needs_components(&self) -> bool {

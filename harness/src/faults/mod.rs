@@ -6,9 +6,13 @@
 //! the variant stops (its end, Ctrl-C, an error) or, after a SIGKILL, by the
 //! next harness start (`ledger::recover`).
 //!
+//! `network` acts on the path into the component instead, through the
+//! fault proxy the environment puts there (`fault_proxy.rs`).
+//!
 //! `cgroup.rs` does the quota and the freezing, `ledger.rs` the state file.
 
 pub mod cgroup;
+pub(crate) mod fault_proxy;
 pub mod ledger;
 
 use crate::components::ProcessSet;
@@ -29,6 +33,69 @@ pub enum GenericFault {
     /// The component's process killed (SIGKILL); restarted on its address at
     /// the end of the entry's duration.
     Kill { component: String },
+    /// The path into the component impaired (its fault proxy).
+    Network(NetworkFault),
+}
+
+/// `network: { component, delay, jitter, loss, bandwidth, reset }`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkFault {
+    pub component: String,
+    /// Added to every chunk, each way (`50ms`).
+    #[serde(default, with = "humantime_serde")]
+    pub delay: Option<std::time::Duration>,
+    /// The delay varies uniformly by up to this much either way.
+    #[serde(default, with = "humantime_serde")]
+    pub jitter: Option<std::time::Duration>,
+    /// Percent of chunks lost (0-100), each resent 200 ms later.
+    #[serde(default)]
+    pub loss: f64,
+    /// Kilobytes per second, each way and connection.
+    #[serde(default)]
+    pub bandwidth: Option<u64>,
+    /// Percent of new connections reset (0-100).
+    #[serde(default)]
+    pub reset: f64,
+}
+
+impl NetworkFault {
+    fn impairment(&self) -> fault_proxy::Impairment {
+        fault_proxy::Impairment {
+            delay: self.delay.unwrap_or_default(),
+            jitter: self.jitter.unwrap_or_default(),
+            loss: self.loss / 100.0,
+            bandwidth: self.bandwidth.map(|kb| kb * 1000),
+            reset: self.reset / 100.0,
+        }
+    }
+
+    fn check(&self) -> Result<(), (&'static str, String)> {
+        for (field, v) in [("loss", self.loss), ("reset", self.reset)] {
+            if !(0.0..=100.0).contains(&v) {
+                return Err((field, format!("a percentage, 0 to 100, not {v}")));
+            }
+        }
+        if self.bandwidth == Some(0) {
+            return Err((
+                "bandwidth",
+                "must be > 0 KB/s (leave it out for no limit)".into(),
+            ));
+        }
+        if self
+            .jitter
+            .is_some_and(|j| j > self.delay.unwrap_or_default())
+        {
+            return Err(("jitter", "must not exceed the delay".into()));
+        }
+        if self.impairment() == fault_proxy::Impairment::default() {
+            return Err((
+                "delay",
+                "the fault does nothing: give delay, loss, bandwidth or reset".into(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl GenericFault {
@@ -37,6 +104,7 @@ impl GenericFault {
             GenericFault::CpuLimit { component, .. }
             | GenericFault::Pause { component }
             | GenericFault::Kill { component } => component,
+            GenericFault::Network(n) => &n.component,
         }
     }
 
@@ -46,6 +114,7 @@ impl GenericFault {
             GenericFault::CpuLimit { .. } => "cpu_limit",
             GenericFault::Pause { .. } => "pause",
             GenericFault::Kill { .. } => "kill",
+            GenericFault::Network(_) => "network",
         }
     }
 
@@ -57,6 +126,7 @@ impl GenericFault {
             }
             GenericFault::Pause { component } => format!("{component} paused"),
             GenericFault::Kill { component } => format!("{component} killed"),
+            GenericFault::Network(n) => format!("network into {}", n.component),
         }
     }
 
@@ -76,6 +146,7 @@ impl GenericFault {
                 Ok(())
             }
             GenericFault::Pause { .. } | GenericFault::Kill { .. } => Ok(()),
+            GenericFault::Network(n) => n.check(),
         }
     }
 }
@@ -95,6 +166,8 @@ pub(crate) enum FaultError {
     Ledger(#[from] ledger::LedgerError),
     #[error("{0:#}")]
     Process(anyhow::Error),
+    #[error("no fault proxy in the path into {0} (the environment puts one there only for components a network fault names)")]
+    NoFaultProxy(String),
 }
 
 /// A fault in force: what undoes it.
@@ -104,20 +177,28 @@ enum Active {
         ledger_id: u64,
     },
     Killed,
+    Network(Arc<fault_proxy::FaultProxy>),
 }
 
 /// Applies and undoes generic faults on a variant's component processes.
 pub(crate) struct Injector {
     processes: Arc<ProcessSet>,
     ledger: Arc<Ledger>,
+    /// The fault proxy in the path into each component a network fault names.
+    proxies: BTreeMap<String, Arc<fault_proxy::FaultProxy>>,
     active: Mutex<BTreeMap<(String, &'static str), Active>>,
 }
 
 impl Injector {
-    pub(crate) fn new(processes: Arc<ProcessSet>, ledger: Arc<Ledger>) -> Injector {
+    pub(crate) fn new(
+        processes: Arc<ProcessSet>,
+        ledger: Arc<Ledger>,
+        proxies: BTreeMap<String, Arc<fault_proxy::FaultProxy>>,
+    ) -> Injector {
         Injector {
             processes,
             ledger,
+            proxies,
             active: Mutex::new(BTreeMap::new()),
         }
     }
@@ -133,7 +214,7 @@ impl Injector {
             return Err(FaultError::Overlap(key.0, key.1));
         }
         let name = f.component();
-        if self.processes.addr(name).await.is_none() {
+        if self.processes.addr(name).await.is_none() && !self.proxies.contains_key(name) {
             return Err(FaultError::NoComponent(name.into()));
         }
         let (active, detail) = match f {
@@ -149,6 +230,15 @@ impl Injector {
                     .await
                     .map_err(FaultError::Process)?;
                 (Active::Killed, format!("{name} (process {pid}) killed"))
+            }
+            GenericFault::Network(n) => {
+                let p = self
+                    .proxies
+                    .get(name)
+                    .ok_or_else(|| FaultError::NoFaultProxy(name.into()))?;
+                p.set(n.impairment());
+                let detail = format!("fault proxy {} into {name}: {:?}", p.addr, p.current());
+                (Active::Network(p.clone()), detail)
             }
         };
         self.active.lock().expect("faults lock").insert(key, active);
@@ -208,12 +298,20 @@ impl Injector {
                     .map_err(FaultError::Process)?;
                 Ok(format!("{} restarted (process {pid})", key.0))
             }
+            Active::Network(p) => {
+                p.clear();
+                Ok(format!(
+                    "fault proxy {} into {}: forwarding untouched",
+                    p.addr, key.0
+                ))
+            }
         }
     }
 
     /// Undoes every cgroup fault still in force (the variant's end, Ctrl-C,
     /// an error, a drop); killed components stay down, as the set stops.
     pub(crate) fn undo_all(&self) -> Vec<String> {
+        // The fault proxies stop with the injector; until then they forward.
         let active = std::mem::take(&mut *self.active.lock().expect("faults lock"));
         let mut lines = Vec::new();
         for ((name, kind), a) in active {
@@ -229,6 +327,12 @@ impl Injector {
                     Err(e) => lines.push(format!("{kind} on {name} NOT undone: {e}")),
                 },
                 Active::Killed => {}
+                Active::Network(p) => {
+                    p.clear();
+                    lines.push(format!(
+                        "network fault into {name} undone at the variant's end"
+                    ));
+                }
             }
         }
         lines

@@ -189,7 +189,7 @@ fn oversized(
 }
 
 /// The keys of the generic faults (`faults::GenericFault`).
-const GENERIC: [&str; 3] = ["cpu_limit", "pause", "kill"];
+const GENERIC: [&str; 4] = ["cpu_limit", "pause", "kill", "network"];
 
 /// A generic fault (in `field`): its values possible, its component one
 /// the variant runs, an environment that can act on it.
@@ -202,7 +202,7 @@ fn generic(
     env: &Environment,
 ) -> Result<crate::faults::GenericFault, ExperimentError> {
     let f: crate::faults::GenericFault = serde_json::from_value(value.clone())
-        .map_err(|e| cx.err(at_loc, field, format!("{e}; e.g. `cpu_limit: {{ component: pool-az1, cpus: 0.2 }}`, `pause: {{ component: gateway }}`, `kill: {{ component: pool-az1 }}`")))?;
+        .map_err(|e| cx.err(at_loc, field, format!("{e}; e.g. `cpu_limit: {{ component: pool-az1, cpus: 0.2 }}`, `pause: {{ component: gateway }}`, `kill: {{ component: pool-az1 }}`, `network: {{ component: pool-az1, delay: 50ms, loss: 5 }}`")))?;
     let inner = format!("{field}.{}", f.kind());
     f.check()
         .map_err(|(k, why)| cx.err(at_loc, format!("{inner}.{k}"), why))?;
@@ -315,7 +315,7 @@ fn entry_duration(
         return Err(cx.err(at_loc, field, why));
     }
     if lasting(op) == Lasting::Refused {
-        return Err(cx.err(at_loc, field, "only zone_fail, zone_outage, set_gpu_speed, stop_allocations, throttle, cpu_limit, pause, kill (undone at its end; a kill by a restart) and load_spike (its extra arrivals last for it) can have a duration"));
+        return Err(cx.err(at_loc, field, "only zone_fail, zone_outage, set_gpu_speed, stop_allocations, throttle, cpu_limit, pause, kill, network (undone at its end; a kill by a restart) and load_spike (its extra arrivals last for it) can have a duration"));
     }
     if at + d > duration {
         return Err(cx.err(at_loc, field, "ends after the run"));
