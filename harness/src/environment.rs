@@ -221,6 +221,9 @@ pub async fn start(
             report_pool_executors(&set.base_url).await;
             let mut target =
                 Target::elsewhere(set.base_url.clone(), Some(v.system.admin_token.clone()));
+            if exp.needs_components() {
+                target.faults = Some(Arc::new(container_faults(&set)?));
+            }
             target.containers = Some(set);
             Ok(target)
         }
@@ -261,6 +264,27 @@ async fn start_embedded(v: &Variant, executor: Arc<dyn PageExecutor>) -> anyhow:
         proxy: None,
         load_via: None,
     })
+}
+
+/// Generic faults on the variant's containers: `pool-Z` and `gateway`
+/// mapped to their container ids.
+fn container_faults(
+    set: &crate::containers::ContainerSet,
+) -> anyhow::Result<crate::faults::Injector> {
+    let ledger = Arc::new(crate::faults::ledger::Ledger::open()?);
+    let map = set
+        .ids()
+        .into_iter()
+        .filter_map(|(label, id)| {
+            let name = match label.strip_prefix("container pool ") {
+                Some(zone) => crate::components::pool_component(zone),
+                None if label == "container gateway" => "gateway".to_string(),
+                None => return None,
+            };
+            Some((name, id))
+        })
+        .collect();
+    Ok(crate::faults::Injector::for_containers(ledger, map))
 }
 
 /// A Redis cache without a URL: our own redis-server for this variant,

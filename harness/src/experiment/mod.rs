@@ -430,9 +430,12 @@ pub enum SwitchError {
     /// An external environment needs the target the file names.
     #[error("--environment external needs a target: set `environment: external` and `target:` in the file")]
     NoTarget,
-    /// Generic faults (named) need the embedded environment's component processes.
-    #[error("{0} has a {1} fault, which only the embedded environment can apply here (its roles as child processes)")]
+    /// A generic fault the containers environment cannot carry out.
+    #[error("{0} has a {1} fault that only the embedded environment can apply here (see `harness validate` with `environment: containers` for why)")]
     Generic(String, &'static str),
+    /// A proxy gateway runs in the embedded environment only.
+    #[error("{0} has a proxy gateway, which runs in the embedded environment only")]
+    Proxy(String),
 }
 
 impl Experiment {
@@ -443,8 +446,17 @@ impl Experiment {
         if let Environment::External { .. } = self.environment {
             return Err(SwitchError::External(self.name.clone()));
         }
-        if let (EnvironmentKind::Containers, Some(f)) = (kind, self.generic_faults().next()) {
-            return Err(SwitchError::Generic(self.name.clone(), f.kind()));
+        if let EnvironmentKind::Containers = kind {
+            if let Some(f) = self.generic_faults().find(|f| f.in_containers().is_err()) {
+                return Err(SwitchError::Generic(self.name.clone(), f.kind()));
+            }
+            if self
+                .variants
+                .iter()
+                .any(|v| v.system.gateway.proxy.is_some())
+            {
+                return Err(SwitchError::Proxy(self.name.clone()));
+            }
         }
         self.environment = match kind {
             EnvironmentKind::Embedded => Environment::Embedded,

@@ -24,6 +24,10 @@ pub(crate) enum Record {
     Cgroup(Placement),
     /// A component process the harness started (killed if left running).
     Process { pid: u32, start: u64, name: String },
+    /// A container paused (`docker pause`).
+    DockerPaused { id: String, name: String },
+    /// A container given a CPU limit (`docker update --cpus`).
+    DockerCpus { id: String, name: String },
 }
 
 impl Record {
@@ -44,6 +48,20 @@ impl Record {
                 // SAFETY: kill(2) with a pid checked to be ours (same start time).
                 unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
                 Ok(format!("killed {name} (process {pid}), left running"))
+            }
+            Record::DockerPaused { id, name } => {
+                if !super::docker::exists(id) {
+                    return Ok(format!("container {name} is gone"));
+                }
+                super::docker::docker_blocking(&["unpause", id])?;
+                Ok(format!("unpaused container {name} ({id})"))
+            }
+            Record::DockerCpus { id, name } => {
+                if !super::docker::exists(id) {
+                    return Ok(format!("container {name} is gone"));
+                }
+                super::docker::docker_blocking(&["update", "--cpus", "0", id])?;
+                Ok(format!("lifted the CPU limit of container {name} ({id})"))
             }
         }
     }

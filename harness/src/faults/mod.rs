@@ -12,6 +12,7 @@
 //! `cgroup.rs` does the quota and the freezing, `ledger.rs` the state file.
 
 pub mod cgroup;
+mod docker;
 pub(crate) mod fault_proxy;
 pub mod ledger;
 
@@ -130,6 +131,20 @@ impl GenericFault {
         }
     }
 
+    /// Whether the containers environment can carry it out, and why not.
+    pub fn in_containers(&self) -> Result<(), String> {
+        match self {
+            GenericFault::CpuLimit { .. } | GenericFault::Pause { .. } => Ok(()),
+            GenericFault::Kill { component } if component == "gateway" => Err(
+                "kill of the gateway container: its port is published on a random loopback port, which `docker start` would change; kill a pool, or run it embedded".into(),
+            ),
+            GenericFault::Kill { .. } => Ok(()),
+            GenericFault::Network(_) => Err(
+                "network needs a fault proxy in the path into the component, which the containers environment does not insert yet; run it embedded".into(),
+            ),
+        }
+    }
+
     /// Impossible values, as `(field, why)`.
     pub fn check(&self) -> Result<(), (&'static str, String)> {
         match self {
@@ -168,6 +183,8 @@ pub(crate) enum FaultError {
     Process(anyhow::Error),
     #[error("no fault proxy in the path into {0} (the environment puts one there only for components a network fault names)")]
     NoFaultProxy(String),
+    #[error(transparent)]
+    Docker(#[from] docker::DockerCliError),
 }
 
 /// A fault in force: what undoes it.
@@ -178,11 +195,20 @@ enum Active {
     },
     Killed,
     Network(Arc<fault_proxy::FaultProxy>),
+    /// A fault on a container (containers environment).
+    Container {
+        id: String,
+        record: Option<u64>,
+        undo: docker::ContainerUndo,
+    },
 }
 
-/// Applies and undoes generic faults on a variant's component processes.
+/// Applies and undoes generic faults on a variant's component processes
+/// (embedded) or containers (containers environment).
 pub(crate) struct Injector {
-    processes: Arc<ProcessSet>,
+    processes: Option<Arc<ProcessSet>>,
+    /// Component name -> container id (containers environment).
+    containers: BTreeMap<String, String>,
     ledger: Arc<Ledger>,
     /// The fault proxy in the path into each component a network fault names.
     proxies: BTreeMap<String, Arc<fault_proxy::FaultProxy>>,
@@ -196,11 +222,33 @@ impl Injector {
         proxies: BTreeMap<String, Arc<fault_proxy::FaultProxy>>,
     ) -> Injector {
         Injector {
-            processes,
+            processes: Some(processes),
+            containers: BTreeMap::new(),
             ledger,
             proxies,
             active: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// For the containers environment: `containers` maps each component
+    /// (`gateway`, `pool-Z`) to its container id.
+    pub(crate) fn for_containers(
+        ledger: Arc<Ledger>,
+        containers: BTreeMap<String, String>,
+    ) -> Injector {
+        Injector {
+            processes: None,
+            containers,
+            ledger,
+            proxies: BTreeMap::new(),
+            active: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn processes(&self, name: &str) -> Result<&Arc<ProcessSet>, FaultError> {
+        self.processes
+            .as_ref()
+            .ok_or_else(|| FaultError::NoComponent(name.into()))
     }
 
     fn key(f: &GenericFault) -> (String, &'static str) {
@@ -214,7 +262,16 @@ impl Injector {
             return Err(FaultError::Overlap(key.0, key.1));
         }
         let name = f.component();
-        if self.processes.addr(name).await.is_none() && !self.proxies.contains_key(name) {
+        if let Some(id) = self.containers.get(name) {
+            let (active, detail) = self.container_apply(name, id, f).await?;
+            self.active.lock().expect("faults lock").insert(key, active);
+            return Ok(detail);
+        }
+        let known = match &self.processes {
+            Some(p) => p.addr(name).await.is_some(),
+            None => false,
+        };
+        if !known && !self.proxies.contains_key(name) {
             return Err(FaultError::NoComponent(name.into()));
         }
         let (active, detail) = match f {
@@ -225,7 +282,7 @@ impl Injector {
             GenericFault::Pause { .. } => self.cgroup(name, cgroup::Control::Freeze).await?,
             GenericFault::Kill { .. } => {
                 let pid = self
-                    .processes
+                    .processes(name)?
                     .kill(name)
                     .await
                     .map_err(FaultError::Process)?;
@@ -251,7 +308,7 @@ impl Injector {
         control: cgroup::Control,
     ) -> Result<(Active, String), FaultError> {
         let pid = self
-            .processes
+            .processes(name)?
             .pid(name)
             .await
             .ok_or_else(|| FaultError::NotRunning(name.into()))?;
@@ -292,7 +349,7 @@ impl Injector {
             }
             Active::Killed => {
                 let pid = self
-                    .processes
+                    .processes(&key.0)?
                     .restart(&key.0)
                     .await
                     .map_err(FaultError::Process)?;
@@ -304,6 +361,13 @@ impl Injector {
                     "fault proxy {} into {}: forwarding untouched",
                     p.addr, key.0
                 ))
+            }
+            Active::Container { id, record, undo } => {
+                let done = docker::undo(&id, undo).await?;
+                if let Some(r) = record {
+                    self.ledger.remove(r);
+                }
+                Ok(format!("container {}: {done}", key.0))
             }
         }
     }
@@ -327,6 +391,15 @@ impl Injector {
                     Err(e) => lines.push(format!("{kind} on {name} NOT undone: {e}")),
                 },
                 Active::Killed => {}
+                Active::Container { id, record, undo } => match docker::undo_blocking(&id, undo) {
+                    Ok(()) => {
+                        if let Some(r) = record {
+                            self.ledger.remove(r);
+                        }
+                        lines.push(format!("{kind} on {name} undone at the variant's end"));
+                    }
+                    Err(e) => lines.push(format!("{kind} on {name} NOT undone: {e}")),
+                },
                 Active::Network(p) => {
                     p.clear();
                     lines.push(format!(

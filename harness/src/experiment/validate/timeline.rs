@@ -219,13 +219,16 @@ fn generic(
     }
     match env {
         Environment::Embedded => Ok(f),
-        Environment::Containers { .. } | Environment::External { .. } => Err(cx.err(
+        Environment::Containers { .. } => match f.in_containers() {
+            Ok(()) => Ok(f),
+            Err(why) => Err(cx.err(at_loc, field, why)),
+        },
+        Environment::External { .. } => Err(cx.err(
             at_loc,
             field,
             format!(
-                "{} runs on a component process, which only the embedded environment provides here (its roles as child processes); the {} environment cannot take it yet",
-                f.kind(),
-                env.kind()
+                "{} needs the component's process or container; an external target names none yet (run it embedded or in containers)",
+                f.kind()
             ),
         )),
     }
