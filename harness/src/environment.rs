@@ -227,9 +227,23 @@ pub async fn start(
             target.containers = Some(set);
             Ok(target)
         }
-        (Environment::External { url, admin_token }, _) => {
+        (
+            Environment::External {
+                url,
+                admin_token,
+                components,
+            },
+            _,
+        ) => {
             check_external_page_function(url, admin_token.as_deref(), &v.system.page).await?;
-            Ok(Target::elsewhere(url.clone(), admin_token.clone()))
+            let mut target = Target::elsewhere(url.clone(), admin_token.clone());
+            if exp.needs_components() {
+                let ledger = Arc::new(crate::faults::ledger::Ledger::open()?);
+                target.faults = Some(Arc::new(crate::faults::Injector::for_external(
+                    ledger, components,
+                )?));
+            }
+            Ok(target)
         }
         (Environment::Embedded, None) => {
             anyhow::bail!("embedded environment without a page executor")

@@ -511,3 +511,49 @@ fn network_fault_values_are_checked() {
     .unwrap();
     assert!(ok.needs_components());
 }
+
+#[test]
+fn external_targets_take_generic_faults_on_their_named_components_only() {
+    let text = BASE
+        .replacen(
+            "\nsystem:",
+            "\nenvironment: external\ntarget: { url: \"http://127.0.0.1:9\", components: { api: { pid: 1 }, db: { container: db1 } } }\nsystem:",
+            1,
+        )
+        .replace("  b: { system: { pool: { slots: 8 } } }\n", "")
+        .replace("expect:\n  a: { waves: 0 }\n", "");
+    let with = |fault: &str| text.replace("fault: { cache_fill: { entries: 10 } }", fault);
+    // Without an admin token an admin command cannot run; a generic fault can.
+    let e = parse(&text, "exp.yaml", false).unwrap_err();
+    assert!(e.message.contains("no admin API"), "{e}");
+    parse(
+        &with("fault: { pause: { component: api } }"),
+        "exp.yaml",
+        false,
+    )
+    .unwrap();
+    parse(
+        &with("fault: { kill: { component: db } }"),
+        "exp.yaml",
+        false,
+    )
+    .unwrap();
+    let e = parse(
+        &with("fault: { pause: { component: gateway } }"),
+        "exp.yaml",
+        false,
+    )
+    .unwrap_err();
+    assert!(
+        e.message.contains("unknown component") && e.message.contains("api"),
+        "{e}"
+    );
+    let e = parse(
+        &with("fault: { kill: { component: api } }"),
+        "exp.yaml",
+        false,
+    )
+    .unwrap_err();
+    assert!(e.message.contains("cannot restart"), "{e}");
+    assert_eq!(e.line, 13, "{e}");
+}

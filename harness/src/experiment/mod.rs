@@ -50,10 +50,12 @@ pub struct Experiment {
 pub enum Environment {
     /// The system under test in this process, on loopback.
     Embedded,
-    /// Any HTTP service at `url`; faults only through its admin API.
+    /// Any HTTP service at `url`; faults through its admin API, or generic
+    /// faults on its named `components` (processes or containers).
     External {
         url: String,
         admin_token: Option<String>,
+        components: std::collections::BTreeMap<String, crate::faults::ExternalComponent>,
     },
     /// The system under test as containers (gateway, one pool per zone, Redis).
     Containers {

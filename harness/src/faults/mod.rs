@@ -166,6 +166,45 @@ impl GenericFault {
     }
 }
 
+/// A part of an external target generic faults may act on
+/// (`target.components`): `{ pid: N }`, `{ pidfile: PATH }` (read when the
+/// variant starts) or `{ container: NAME }`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum ExternalComponent {
+    Pid(u32),
+    Pidfile(std::path::PathBuf),
+    Container(String),
+}
+
+impl ExternalComponent {
+    /// Whether `f` can be done to it, and why not.
+    pub fn takes(&self, f: &GenericFault) -> Result<(), String> {
+        match (self, f) {
+            (_, GenericFault::Network(_)) => Err("network needs a fault proxy in the path into the component, which the harness can only insert for components it starts; not for an external target".into()),
+            (ExternalComponent::Pid(_) | ExternalComponent::Pidfile(_), GenericFault::Kill { .. }) => Err("kill of an external process: the harness did not start it and cannot restart it; give the component as a container, or leave kill out".into()),
+            (_, GenericFault::CpuLimit { .. } | GenericFault::Pause { .. } | GenericFault::Kill { .. }) => Ok(()),
+        }
+    }
+
+    /// The process id now (a pidfile read).
+    fn pid(&self) -> anyhow::Result<Option<u32>> {
+        Ok(match self {
+            ExternalComponent::Pid(p) => Some(*p),
+            ExternalComponent::Pidfile(f) => {
+                let text = std::fs::read_to_string(f)
+                    .map_err(|e| anyhow::anyhow!("reading {}: {e}", f.display()))?;
+                Some(
+                    text.trim()
+                        .parse()
+                        .map_err(|e| anyhow::anyhow!("{}: not a process id ({e})", f.display()))?,
+                )
+            }
+            ExternalComponent::Container(_) => None,
+        })
+    }
+}
+
 /// Why a generic fault could not be applied or undone.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum FaultError {
@@ -209,6 +248,8 @@ pub(crate) struct Injector {
     processes: Option<Arc<ProcessSet>>,
     /// Component name -> container id (containers environment).
     containers: BTreeMap<String, String>,
+    /// Component name -> process id (an external target's processes).
+    pids: BTreeMap<String, u32>,
     ledger: Arc<Ledger>,
     /// The fault proxy in the path into each component a network fault names.
     proxies: BTreeMap<String, Arc<fault_proxy::FaultProxy>>,
@@ -224,6 +265,7 @@ impl Injector {
         Injector {
             processes: Some(processes),
             containers: BTreeMap::new(),
+            pids: BTreeMap::new(),
             ledger,
             proxies,
             active: Mutex::new(BTreeMap::new()),
@@ -239,10 +281,39 @@ impl Injector {
         Injector {
             processes: None,
             containers,
+            pids: BTreeMap::new(),
             ledger,
             proxies: BTreeMap::new(),
             active: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// For an external target: its named processes and containers.
+    pub(crate) fn for_external(
+        ledger: Arc<Ledger>,
+        components: &BTreeMap<String, ExternalComponent>,
+    ) -> anyhow::Result<Injector> {
+        let mut pids = BTreeMap::new();
+        let mut containers = BTreeMap::new();
+        for (name, c) in components {
+            match (c.pid()?, c) {
+                (Some(pid), _) => {
+                    pids.insert(name.clone(), pid);
+                }
+                (None, ExternalComponent::Container(id)) => {
+                    containers.insert(name.clone(), id.clone());
+                }
+                (None, ExternalComponent::Pid(_) | ExternalComponent::Pidfile(_)) => {}
+            }
+        }
+        Ok(Injector {
+            processes: None,
+            containers,
+            pids,
+            ledger,
+            proxies: BTreeMap::new(),
+            active: Mutex::new(BTreeMap::new()),
+        })
     }
 
     fn processes(&self, name: &str) -> Result<&Arc<ProcessSet>, FaultError> {
@@ -269,7 +340,7 @@ impl Injector {
         }
         let known = match &self.processes {
             Some(p) => p.addr(name).await.is_some(),
-            None => false,
+            None => self.pids.contains_key(name),
         };
         if !known && !self.proxies.contains_key(name) {
             return Err(FaultError::NoComponent(name.into()));
@@ -307,11 +378,11 @@ impl Injector {
         name: &str,
         control: cgroup::Control,
     ) -> Result<(Active, String), FaultError> {
-        let pid = self
-            .processes(name)?
-            .pid(name)
-            .await
-            .ok_or_else(|| FaultError::NotRunning(name.into()))?;
+        let pid = match self.pids.get(name) {
+            Some(pid) => Some(*pid),
+            None => self.processes(name)?.pid(name).await,
+        }
+        .ok_or_else(|| FaultError::NotRunning(name.into()))?;
         let tag = format!("{}-{name}-{pid}", std::process::id());
         let placement = cgroup::plan(pid, control, &tag)?;
         // Recorded before it is done: a SIGKILL in between leaves a record

@@ -206,7 +206,12 @@ fn generic(
     let inner = format!("{field}.{}", f.kind());
     f.check()
         .map_err(|(k, why)| cx.err(at_loc, format!("{inner}.{k}"), why))?;
-    let names = crate::components::component_names(zones);
+    let names = match env {
+        Environment::External { components, .. } => components.keys().cloned().collect(),
+        Environment::Embedded | Environment::Containers { .. } => {
+            crate::components::component_names(zones)
+        }
+    };
     if !names.iter().any(|n| n == f.component()) {
         return Err(cx.err(
             at_loc,
@@ -223,14 +228,13 @@ fn generic(
             Ok(()) => Ok(f),
             Err(why) => Err(cx.err(at_loc, field, why)),
         },
-        Environment::External { .. } => Err(cx.err(
-            at_loc,
-            field,
-            format!(
-                "{} needs the component's process or container; an external target names none yet (run it embedded or in containers)",
-                f.kind()
-            ),
-        )),
+        Environment::External { components, .. } => {
+            let c = &components[f.component()];
+            match c.takes(&f) {
+                Ok(()) => Ok(f),
+                Err(why) => Err(cx.err(at_loc, field, why)),
+            }
+        }
     }
 }
 
