@@ -7,8 +7,6 @@
 //! Prints SKIPPED when the binary is missing, unless
 //! `HARNESS_REQUIRE_PROXIES=1` (as in `.ci/run`), which makes it a failure.
 
-mod common;
-
 use harness::experiment::parse;
 use harness::interrupt::StopSignal;
 use harness::runner::{self, RunOptions};
@@ -68,7 +66,7 @@ fn components_left() -> Vec<u32> {
         .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
         .filter(|p| {
             let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
-            String::from_utf8_lossy(&cmd).contains(&needle) && common::alive(*p)
+            String::from_utf8_lossy(&cmd).contains(&needle) && alive(*p)
         })
         .collect()
 }
@@ -123,4 +121,15 @@ async fn nginx_tries_are_read_from_its_access_log() {
         return;
     }
     three_tries_per_request("nginx", NGINX).await;
+}
+
+/// Alive and not a zombie (a zombie only waits for its parent to read its status).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, r)| r.trim_start().starts_with('Z'))
+        })
+        .is_some_and(|zombie| !zombie)
 }
