@@ -326,13 +326,17 @@ async fn start_components(
     v: &Variant,
     network: &std::collections::BTreeSet<String>,
 ) -> anyhow::Result<Target> {
-    use crate::components::{pool_component, sut_binary, ProcessSet};
+    use crate::components::{sut_binary, ProcessSet};
+    // One folder per started set: variants of the same name in one process
+    // (tests, campaigns in threads) must not share logs or files.
+    static SETS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let ledger = Arc::new(crate::faults::ledger::Ledger::open()?);
     let mut config = v.system.clone();
     let redis = own_redis(&mut config, &v.name)?;
     let dir = std::env::temp_dir().join(format!(
-        "harness-components-{}-{}",
+        "harness-components-{}-{}-{}",
         std::process::id(),
+        SETS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         v.name
     ));
     let set = Arc::new(ProcessSet::new(dir, ledger.clone())?);
@@ -341,28 +345,16 @@ async fn start_components(
     std::fs::write(&file, serde_json::to_vec_pretty(&config)?)
         .with_context(|| format!("writing {}", file.display()))?;
     let file = file.display().to_string();
+    let mut faulted = std::collections::BTreeMap::new();
+    let pools = start_pools(&set, &sut, &file, &config.zones, network, &mut faulted).await?;
     let mut gateway = vec![
         "--config".to_string(),
-        file.clone(),
+        file,
         "--role".into(),
         "gateway".into(),
     ];
-    let mut pools = Vec::new();
-    let mut fault_proxies = std::collections::BTreeMap::new();
-    for z in &config.zones {
-        let args = ["--config", &file, "--role", "pool", "--zone", z.as_str()];
-        let name = pool_component(z);
-        let mut addr = set
-            .start_sut(&name, &sut, args.iter().map(|a| a.to_string()).collect())
-            .await?;
-        if network.contains(&name) {
-            // Its peers reach it through the fault proxy.
-            let p = crate::faults::fault_proxy::FaultProxy::start(addr).await?;
-            addr = p.addr;
-            fault_proxies.insert(name, Arc::new(p));
-        }
+    for (z, addr) in &pools {
         gateway.extend(["--pool".to_string(), format!("{z}=http://{addr}")]);
-        pools.push((z.clone(), addr));
     }
     let (base_url, proxy) = match &config.gateway.proxy {
         None => {
@@ -387,16 +379,40 @@ async fn start_components(
             .with_context(|| format!("the gateway's address {to}"))?;
         let p = crate::faults::fault_proxy::FaultProxy::start(to).await?;
         target.load_via = Some(format!("http://{}", p.addr));
-        fault_proxies.insert("gateway".to_string(), Arc::new(p));
+        faulted.insert("gateway".to_string(), Arc::new(p));
     }
     target.redis = redis;
-    target.faults = Some(Arc::new(crate::faults::Injector::new(
-        set.clone(),
-        ledger,
-        fault_proxies,
-    )));
+    let injector = crate::faults::Injector::new(set.clone(), ledger, faulted);
+    target.faults = Some(Arc::new(injector));
     target.processes = Some(set);
     Ok(target)
+}
+
+/// A pool process per zone; `(zone, address its peers use)`: the fault
+/// proxy's for a pool a network fault names (added to `faulted`).
+async fn start_pools(
+    set: &crate::components::ProcessSet,
+    sut: &std::path::Path,
+    file: &str,
+    zones: &[String],
+    network: &std::collections::BTreeSet<String>,
+    faulted: &mut std::collections::BTreeMap<String, Arc<crate::faults::fault_proxy::FaultProxy>>,
+) -> anyhow::Result<Vec<(String, std::net::SocketAddr)>> {
+    let mut pools = Vec::new();
+    for z in zones {
+        let args = ["--config", file, "--role", "pool", "--zone", z.as_str()];
+        let name = crate::components::pool_component(z);
+        let mut addr = set
+            .start_sut(&name, sut, args.iter().map(|a| a.to_string()).collect())
+            .await?;
+        if network.contains(&name) {
+            let p = crate::faults::fault_proxy::FaultProxy::start(addr).await?;
+            addr = p.addr;
+            faulted.insert(name, Arc::new(p));
+        }
+        pools.push((z.clone(), addr));
+    }
+    Ok(pools)
 }
 
 /// What serving an embedded system hands back: its address, the sender that
