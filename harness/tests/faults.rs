@@ -242,6 +242,31 @@ fn ctrl_c_undoes_what_is_in_force() {
 }
 
 #[test]
+fn a_second_ctrl_c_exits_at_once_and_still_undoes() {
+    if let Some(why) = skip_reason() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let mut run = start(
+        "ctrl-c-twice",
+        "40s",
+        "  - { at: 1s, duration: 35s, fault: { pause: { component: pool-az1 } } }",
+    );
+    let pid = run.child.id();
+    wait_for_cgroup(pid, "pool-az1");
+    for _ in 0..2 {
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(pid as i32, libc::SIGINT) };
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let status = wait_exit(&mut run.child, Duration::from_secs(30));
+    let stderr = std::fs::read_to_string(run.dir.join("stderr.log")).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("second Ctrl-C"), "{stderr}");
+    assert_nothing_left(pid, &run.ledger);
+}
+
+#[test]
 fn after_sigkill_the_next_start_undoes_what_was_left() {
     if let Some(why) = skip_reason() {
         eprintln!("SKIPPED: {why}");

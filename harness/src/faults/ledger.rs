@@ -82,6 +82,11 @@ pub(crate) struct LedgerError {
     error: std::io::Error,
 }
 
+/// Set once the process is exiting at once (a second Ctrl-C).
+static CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// Held while a ledger file is written, so `undo_own` reads a whole one.
+static WRITING: Mutex<()> = Mutex::new(());
+
 /// This harness's ledger.
 pub(crate) struct Ledger {
     path: PathBuf,
@@ -168,6 +173,10 @@ impl Ledger {
     }
 
     fn save(&self, f: &File) -> Result<(), LedgerError> {
+        let _guard = WRITING.lock();
+        if CLOSED.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(());
+        }
         let err = |error| LedgerError {
             path: self.path.clone(),
             error,
@@ -183,6 +192,33 @@ impl Ledger {
         std::fs::write(&tmp, text).map_err(err)?;
         std::fs::rename(&tmp, &self.path).map_err(err)
     }
+}
+
+/// Undoes what this process's own ledger records (a second Ctrl-C exits at
+/// once, without the drops that would undo them); returns what was done.
+pub fn undo_own() -> Vec<String> {
+    // From here on the process is exiting: nothing may write the ledger
+    // again (a drop racing with this would bring records back).
+    CLOSED.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _guard = WRITING.lock();
+    let path = dir().join(format!("{}.json", std::process::id()));
+    let Ok(file) = std::fs::read_to_string(&path).map(|t| serde_json::from_str::<File>(&t)) else {
+        return Vec::new();
+    };
+    let Ok(file) = file else {
+        return Vec::new();
+    };
+    let mut records: Vec<&Record> = file.records.iter().map(|(_, r)| r).collect();
+    records.sort_by_key(|r| matches!(r, Record::Process { .. }));
+    let lines = records
+        .into_iter()
+        .map(|r| {
+            r.undo()
+                .unwrap_or_else(|why| format!("could not undo {r:?}: {why}"))
+        })
+        .collect();
+    let _ = std::fs::remove_file(&path);
+    lines
 }
 
 /// Undoes what the ledgers of harnesses no longer running recorded, removes
