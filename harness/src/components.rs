@@ -79,7 +79,9 @@ struct Proc {
     addr: SocketAddr,
     ready: Ready,
     child: Option<tokio::process::Child>,
-    ledger_id: Option<u64>,
+    /// Its ledger records: the process and the children it had started
+    /// (nginx's workers, which a SIGKILL of the master leaves running).
+    ledger_ids: Vec<u64>,
 }
 
 /// The variant's component processes.
@@ -137,7 +139,7 @@ impl ProcessSet {
         ready: Ready,
     ) -> anyhow::Result<SocketAddr> {
         let (child, addr) = self.spawn(name, program, &args, listen, ready).await?;
-        let ledger_id = self.record(name, &child)?;
+        let ledger_ids = self.record(name, &child)?;
         self.procs.lock().await.insert(
             name.to_string(),
             Proc {
@@ -146,23 +148,32 @@ impl ProcessSet {
                 addr,
                 ready,
                 child: Some(child),
-                ledger_id,
+                ledger_ids,
             },
         );
         Ok(addr)
     }
 
-    fn record(&self, name: &str, child: &tokio::process::Child) -> anyhow::Result<Option<u64>> {
+    /// Records the component's process and its children in the ledger.
+    fn record(&self, name: &str, child: &tokio::process::Child) -> anyhow::Result<Vec<u64>> {
         let Some(pid) = child.id() else {
-            return Ok(None);
+            return Ok(Vec::new());
         };
-        let start = process_start(pid).unwrap_or(0);
-        let id = self.ledger.add(Record::Process {
-            pid,
-            start,
-            name: name.to_string(),
-        })?;
-        Ok(Some(id))
+        let mut ids = Vec::new();
+        for p in std::iter::once(pid).chain(descendants(pid)) {
+            ids.push(self.ledger.add(Record::Process {
+                pid: p,
+                start: process_start(p).unwrap_or(0),
+                name: name.to_string(),
+            })?);
+        }
+        Ok(ids)
+    }
+
+    fn forget(&self, ids: &mut Vec<u64>) {
+        for id in ids.drain(..) {
+            self.ledger.remove(id);
+        }
     }
 
     fn log_path(&self, name: &str) -> PathBuf {
@@ -234,9 +245,7 @@ impl ProcessSet {
             .kill()
             .await
             .with_context(|| format!("killing {name}"))?;
-        if let Some(id) = p.ledger_id.take() {
-            self.ledger.remove(id);
-        }
+        self.forget(&mut p.ledger_ids);
         Ok(pid)
     }
 
@@ -250,7 +259,7 @@ impl ProcessSet {
         let (child, _) = self
             .spawn(name, &p.program, &p.args, p.addr, p.ready)
             .await?;
-        p.ledger_id = self.record(name, &child)?;
+        p.ledger_ids = self.record(name, &child)?;
         let pid = child.id().unwrap_or(0);
         p.child = Some(child);
         Ok(pid)
@@ -268,25 +277,38 @@ impl ProcessSet {
         for p in procs.values_mut() {
             if let Some(mut c) = p.child.take() {
                 if tokio::time::timeout(grace, c.wait()).await.is_err() {
+                    kill_tree(&mut c);
                     let _ = c.kill().await;
                 }
             }
-            if let Some(id) = p.ledger_id.take() {
-                self.ledger.remove(id);
-            }
+            self.forget(&mut p.ledger_ids);
         }
     }
 }
 
 impl Drop for ProcessSet {
     fn drop(&mut self) {
-        // kill_on_drop kills what `stop` did not; forget them in the ledger.
-        if let Ok(procs) = self.procs.try_lock() {
-            for p in procs.values() {
-                if let Some(id) = p.ledger_id {
+        // What `stop` did not stop: killed with its children (kill_on_drop
+        // alone would leave nginx's workers), and forgotten in the ledger.
+        if let Ok(mut procs) = self.procs.try_lock() {
+            for p in procs.values_mut() {
+                if let Some(c) = p.child.as_mut() {
+                    kill_tree(c);
+                }
+                for id in p.ledger_ids.drain(..) {
                     self.ledger.remove(id);
                 }
             }
+        }
+    }
+}
+
+/// SIGKILLs the descendants of `child` (its own kill follows).
+fn kill_tree(child: &mut tokio::process::Child) {
+    if let Some(pid) = child.id() {
+        for d in descendants(pid) {
+            // SAFETY: kill(2) on a descendant of our own child.
+            unsafe { libc::kill(d as i32, libc::SIGKILL) };
         }
     }
 }

@@ -29,7 +29,7 @@ workload:
 timeline:
   - { at: 0s, fault: { zone_fail: { zone: z1, ratio: 1.0 } }, trigger: false }
 variants:
-  only: {}
+  KIND: {}
 "#;
 
 const HAPROXY: &str = "# three tries on a 503: {{listen}} is filled below\ndefaults\n  mode http\n  timeout connect 500ms\n  timeout client 5s\n  timeout server 3s\n  retries 2\n  retry-on 503\nfrontend api\n  bind {{listen}}\n  default_backend pool\nbackend pool\n  server z1 {{pool:z1}}\n";
@@ -57,16 +57,18 @@ fn missing(binary: &str) -> bool {
 }
 
 /// Live processes whose command line mentions this test process's
-/// component folder (`harness-components-<pid>-...`).
-fn components_left() -> Vec<u32> {
+/// component folder for variant `kind` (`harness-components-<pid>-<n>-<kind>`).
+fn components_left(kind: &str) -> Vec<u32> {
     let needle = format!("harness-components-{}-", std::process::id());
+    let variant = format!("-{kind}/");
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
         .filter(|p| {
             let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
-            String::from_utf8_lossy(&cmd).contains(&needle) && alive(*p)
+            let cmd = String::from_utf8_lossy(&cmd);
+            cmd.contains(&needle) && cmd.contains(&variant) && alive(*p)
         })
         .collect()
 }
@@ -101,7 +103,7 @@ async fn three_tries_per_request(kind: &str, config: &str) {
     assert!(requests >= 20.0, "{kind}: {t:?}");
     assert_eq!(attempts, 3.0 * requests, "{kind}: three tries each: {t:?}");
     assert_eq!(
-        components_left(),
+        components_left(kind),
         Vec::<u32>::new(),
         "{kind}: processes left"
     );
@@ -132,4 +134,104 @@ fn alive(pid: u32) -> bool {
                 .map(|(_, r)| r.trim_start().starts_with('Z'))
         })
         .is_some_and(|zombie| !zombie)
+}
+
+/// Live `nginx` processes whose command line names `needle`, or whose
+/// parent's does (its workers show only "nginx: worker process").
+fn nginx_of(needle: &str) -> Vec<u32> {
+    let cmd = |p: u32| {
+        String::from_utf8_lossy(&std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default())
+            .replace('\0', " ")
+    };
+    let ppid = |p: u32| {
+        std::fs::read_to_string(format!("/proc/{p}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.to_string()))
+            .and_then(|r| {
+                r.split_whitespace()
+                    .nth(1)
+                    .and_then(|x| x.parse::<u32>().ok())
+            })
+    };
+    let all: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .collect();
+    let masters: Vec<u32> = all
+        .iter()
+        .copied()
+        .filter(|p| cmd(*p).contains(needle))
+        .collect();
+    all.into_iter()
+        .filter(|p| {
+            (masters.contains(p) || ppid(*p).is_some_and(|pp| masters.contains(&pp)))
+                && cmd(*p).starts_with("nginx")
+                && alive(*p)
+        })
+        .collect()
+}
+
+/// After a SIGKILL of the harness, nginx's workers outlive their killed
+/// master; the next harness start finds them in the fault ledger and kills
+/// them.
+#[test]
+fn nginx_left_by_a_killed_harness_is_stopped_by_the_next_start() {
+    if missing("nginx") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("harness-proxies-kill-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("proxy.conf"), NGINX).unwrap();
+    let text = EXPERIMENT
+        .replace("KIND", "nginx")
+        .replace("FILE", "proxy.conf")
+        .replace("duration: 3s", "duration: 30s");
+    std::fs::write(dir.join("exp.yaml"), text).unwrap();
+    let ledger = dir.join("ledger");
+    let harness = |args: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_harness"));
+        c.args(args)
+            .env("HARNESS_FAULT_DIR", &ledger)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        c
+    };
+    let exp = dir.join("exp.yaml").display().to_string();
+    let out = dir.join("reports").display().to_string();
+    let mut run = harness(&[exp.as_str(), "--quiet", "--out", out.as_str()])
+        .spawn()
+        .unwrap();
+    let needle = format!("harness-components-{}-", run.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while nginx_of(&needle).len() < 2 {
+        assert!(std::time::Instant::now() < deadline, "nginx never ran");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let before = nginx_of(&needle);
+    run.kill().unwrap();
+    run.wait().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // The workers, reparented once their master died with the harness.
+    let left = || {
+        before
+            .iter()
+            .copied()
+            .filter(|p| alive(*p))
+            .collect::<Vec<u32>>()
+    };
+    assert!(
+        !left().is_empty(),
+        "nothing outlived the harness: the test proves nothing"
+    );
+    let next = harness(&["validate", exp.as_str()]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&next.stderr);
+    assert!(next.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("undone, left by an earlier harness"),
+        "{stderr}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(left(), Vec::<u32>::new(), "{stderr}");
 }
