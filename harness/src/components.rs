@@ -49,6 +49,31 @@ pub(crate) fn sut_binary() -> anyhow::Result<PathBuf> {
     )
 }
 
+/// Removes the component folders (configuration, logs) that harnesses no
+/// longer running left in the temporary folder (a SIGKILL skips the
+/// removal); a folder whose pid runs again, possibly another program, is
+/// left alone. Returns how many were removed.
+pub fn sweep_leftover_dirs() -> usize {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("harness-components-")
+            .and_then(|r| r.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if process_start(pid).is_none() && std::fs::remove_dir_all(e.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 /// A component's name for a zone's pool.
 pub(crate) fn pool_component(zone: &str) -> String {
     format!("pool-{zone}")

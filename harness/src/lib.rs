@@ -20,7 +20,7 @@ pub mod budget;
 pub mod campaign;
 pub(crate) mod client_metrics;
 pub(crate) mod client_policies;
-pub(crate) mod components;
+pub mod components;
 pub mod containers;
 pub(crate) mod cost;
 pub(crate) mod cpu;

@@ -174,6 +174,7 @@ fn main() -> ExitCode {
         for line in harness::faults::ledger::recover() {
             eprintln!("harness: undone, left by an earlier harness: {line}");
         }
+        harness::components::sweep_leftover_dirs();
     }
     exit::code(command(cli))
 }
