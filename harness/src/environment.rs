@@ -27,6 +27,16 @@ pub struct Target {
     /// The embedded system's own runtime (threads named `sut`), shut down
     /// with the target.
     runtime: Option<tokio::runtime::Runtime>,
+    /// The components as child processes (`components.rs`), stopped with
+    /// the target.
+    processes: Option<Arc<crate::components::ProcessSet>>,
+    /// Generic faults on those processes, undone with the target.
+    faults: Option<Arc<crate::faults::Injector>>,
+    /// A real proxy as the gateway: the load goes to it, the rest to its
+    /// face (`proxy_gateway.rs`, whose URL is then `base_url`).
+    proxy: Option<crate::proxy_gateway::ProxyGateway>,
+    /// A fault proxy in front of the gateway: the load goes through it.
+    load_via: Option<String>,
 }
 
 impl Drop for Target {
@@ -51,7 +61,27 @@ impl Target {
             redis: None,
             containers: None,
             runtime: None,
+            processes: None,
+            faults: None,
+            proxy: None,
+            load_via: None,
         }
+    }
+
+    /// Where the load goes: the proxy gateway, else `base_url`.
+    pub(crate) fn load_url(&self) -> String {
+        if let Some(via) = &self.load_via {
+            return via.clone();
+        }
+        match &self.proxy {
+            Some(p) => p.load_url.clone(),
+            None => self.base_url.clone(),
+        }
+    }
+
+    /// What applies generic faults to this target's components.
+    pub(crate) fn faults(&self) -> Option<Arc<crate::faults::Injector>> {
+        self.faults.clone()
     }
 
     /// The zones' containers, for real zone outages (containers environment).
@@ -88,6 +118,16 @@ impl Target {
     pub async fn stop(mut self) {
         if let Some(c) = self.containers.take() {
             c.stop().await;
+        }
+        drop(self.proxy.take());
+        if let Some(f) = self.faults.take() {
+            for line in f.undo_all() {
+                eprintln!("harness: {line}");
+            }
+        }
+        if let Some(p) = self.processes.take() {
+            p.stop(sut::server::DRAIN_TIMEOUT).await;
+            let _ = std::fs::remove_dir_all(p.dir());
         }
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
@@ -142,6 +182,7 @@ pub fn calibrate(
         TimelineOp::LoadSpike(LoadSpike::Extra(r)) => uses_capacity(r),
         TimelineOp::LoadSpike(LoadSpike::Factor(_))
         | TimelineOp::Admin(_)
+        | TimelineOp::Generic(_)
         | TimelineOp::OversizedDocuments(_) => false,
     });
     let Some(executor) = executor else {
@@ -169,6 +210,9 @@ pub async fn start(
     executor: Option<Arc<dyn PageExecutor>>,
 ) -> anyhow::Result<Target> {
     match (&exp.environment, executor) {
+        (Environment::Embedded, Some(_)) if exp.needs_components() => {
+            start_components(v, &exp.network_faulted()).await
+        }
         (Environment::Embedded, Some(executor)) => start_embedded(v, executor).await,
         (Environment::Containers { images }, _) => {
             let set = crate::containers::start(&v.name, &v.system, images)
@@ -177,12 +221,29 @@ pub async fn start(
             report_pool_executors(&set.base_url).await;
             let mut target =
                 Target::elsewhere(set.base_url.clone(), Some(v.system.admin_token.clone()));
+            if exp.needs_components() {
+                target.faults = Some(Arc::new(container_faults(&set)?));
+            }
             target.containers = Some(set);
             Ok(target)
         }
-        (Environment::External { url, admin_token }, _) => {
+        (
+            Environment::External {
+                url,
+                admin_token,
+                components,
+            },
+            _,
+        ) => {
             check_external_page_function(url, admin_token.as_deref(), &v.system.page).await?;
-            Ok(Target::elsewhere(url.clone(), admin_token.clone()))
+            let mut target = Target::elsewhere(url.clone(), admin_token.clone());
+            if exp.needs_components() {
+                let ledger = Arc::new(crate::faults::ledger::Ledger::open()?);
+                target.faults = Some(Arc::new(crate::faults::Injector::for_external(
+                    ledger, components,
+                )?));
+            }
+            Ok(target)
         }
         (Environment::Embedded, None) => {
             anyhow::bail!("embedded environment without a page executor")
@@ -195,16 +256,7 @@ pub async fn start(
 /// fresh loopback port.
 async fn start_embedded(v: &Variant, executor: Arc<dyn PageExecutor>) -> anyhow::Result<Target> {
     let mut config = v.system.clone();
-    // A Redis cache without a URL: start our own redis-server for this variant.
-    let redis = match &mut config.cache.backend {
-        sut::config::CacheBackend::Redis(r) if r.url.is_none() => {
-            let server = sut::RedisServer::start(r.maxmemory_mb, r.policy)
-                .map_err(|e| anyhow::anyhow!("variant {}: {e}", v.name))?;
-            r.url = Some(server.url());
-            Some(server)
-        }
-        _ => None,
-    };
+    let redis = own_redis(&mut config, &v.name)?;
     // Its own runtime, with named threads, so the harness-cost panel
     // can tell its CPU from the harness's (cpu.rs).
     let runtime = crate::cpu::named_runtime(crate::cpu::SUT_THREADS)
@@ -221,7 +273,146 @@ async fn start_embedded(v: &Variant, executor: Arc<dyn PageExecutor>) -> anyhow:
         redis,
         containers: None,
         runtime: Some(runtime),
+        processes: None,
+        faults: None,
+        proxy: None,
+        load_via: None,
     })
+}
+
+/// Generic faults on the variant's containers: `pool-Z` and `gateway`
+/// mapped to their container ids.
+fn container_faults(
+    set: &crate::containers::ContainerSet,
+) -> anyhow::Result<crate::faults::Injector> {
+    let ledger = Arc::new(crate::faults::ledger::Ledger::open()?);
+    let map = set
+        .ids()
+        .into_iter()
+        .filter_map(|(label, id)| {
+            let name = match label.strip_prefix("container pool ") {
+                Some(zone) => crate::components::pool_component(zone),
+                None if label == "container gateway" => "gateway".to_string(),
+                None => return None,
+            };
+            Some((name, id))
+        })
+        .collect();
+    Ok(crate::faults::Injector::for_containers(ledger, map))
+}
+
+/// A Redis cache without a URL: our own redis-server for this variant,
+/// its URL set in `config`.
+fn own_redis(
+    config: &mut sut::SystemConfig,
+    variant: &str,
+) -> anyhow::Result<Option<sut::RedisServer>> {
+    Ok(match &mut config.cache.backend {
+        sut::config::CacheBackend::Redis(r) if r.url.is_none() => {
+            let server = sut::RedisServer::start(r.maxmemory_mb, r.policy)
+                .map_err(|e| anyhow::anyhow!("variant {variant}: {e}"))?;
+            r.url = Some(server.url());
+            Some(server)
+        }
+        _ => None,
+    })
+}
+
+/// The variant's system as component processes on loopback (see
+/// `components.rs`): a pool process per zone, then the gateway process, or
+/// with a proxy gateway a control process (admin, merged metrics; no load)
+/// and the proxy (`proxy_gateway.rs`).
+async fn start_components(
+    v: &Variant,
+    network: &std::collections::BTreeSet<String>,
+) -> anyhow::Result<Target> {
+    use crate::components::{sut_binary, ProcessSet};
+    // One folder per started set: variants of the same name in one process
+    // (tests, campaigns in threads) must not share logs or files.
+    static SETS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let ledger = Arc::new(crate::faults::ledger::Ledger::open()?);
+    let mut config = v.system.clone();
+    let redis = own_redis(&mut config, &v.name)?;
+    let dir = std::env::temp_dir().join(format!(
+        "harness-components-{}-{}-{}",
+        std::process::id(),
+        SETS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        v.name
+    ));
+    let set = Arc::new(ProcessSet::new(dir, ledger.clone())?);
+    let sut = sut_binary()?;
+    let file = set.dir().join("system.json");
+    std::fs::write(&file, serde_json::to_vec_pretty(&config)?)
+        .with_context(|| format!("writing {}", file.display()))?;
+    let file = file.display().to_string();
+    let mut faulted = std::collections::BTreeMap::new();
+    let pools = start_pools(&set, &sut, &file, &config.zones, network, &mut faulted).await?;
+    let mut gateway = vec![
+        "--config".to_string(),
+        file,
+        "--role".into(),
+        "gateway".into(),
+    ];
+    for (z, addr) in &pools {
+        gateway.extend(["--pool".to_string(), format!("{z}=http://{addr}")]);
+    }
+    let (base_url, proxy) = match &config.gateway.proxy {
+        None => {
+            let addr = set.start_sut("gateway", &sut, gateway).await?;
+            (format!("http://{addr}"), None)
+        }
+        Some(p) => {
+            let control = set.start_sut("control", &sut, gateway).await?;
+            let g = crate::proxy_gateway::start(&set, p, &pools, control).await?;
+            (g.face_url.clone(), Some(g))
+        }
+    };
+    let mut target = Target::elsewhere(base_url, Some(v.system.admin_token.clone()));
+    target.proxy = proxy;
+    if network.contains("gateway") {
+        // The load reaches the gateway through the fault proxy (the
+        // harness's own scrapes and admin commands do not).
+        let to = target.load_url();
+        let to: std::net::SocketAddr = to
+            .trim_start_matches("http://")
+            .parse()
+            .with_context(|| format!("the gateway's address {to}"))?;
+        let p = crate::faults::fault_proxy::FaultProxy::start(to).await?;
+        target.load_via = Some(format!("http://{}", p.addr));
+        faulted.insert("gateway".to_string(), Arc::new(p));
+    }
+    target.redis = redis;
+    let injector = crate::faults::Injector::new(set.clone(), ledger, faulted);
+    target.faults = Some(Arc::new(injector));
+    target.processes = Some(set);
+    Ok(target)
+}
+
+/// A pool process per zone; `(zone, address its peers use)`: the fault
+/// proxy's for a pool a network fault names (added to `faulted`).
+async fn start_pools(
+    set: &crate::components::ProcessSet,
+    sut: &std::path::Path,
+    file: &str,
+    zones: &[String],
+    network: &std::collections::BTreeSet<String>,
+    faulted: &mut std::collections::BTreeMap<String, Arc<crate::faults::fault_proxy::FaultProxy>>,
+) -> anyhow::Result<Vec<(String, std::net::SocketAddr)>> {
+    let mut pools = Vec::new();
+    for z in zones {
+        let args = ["--config", file, "--role", "pool", "--zone", z.as_str()];
+        let name = crate::components::pool_component(z);
+        let mut addr = set
+            .start_sut(&name, sut, args.iter().map(|a| a.to_string()).collect())
+            .await?;
+        if network.contains(&name) {
+            let p = crate::faults::fault_proxy::FaultProxy::start(addr).await?;
+            addr = p.addr;
+            faulted.insert(name, Arc::new(p));
+        }
+        pools.push((z.clone(), addr));
+    }
+    Ok(pools)
 }
 
 /// What serving an embedded system hands back: its address, the sender that

@@ -57,6 +57,10 @@ pub fn install_ctrl_c(stop: Arc<StopSignal>) {
     let result = ctrlc::set_handler(move || {
         if stop.is_set() {
             eprintln!("\nsecond Ctrl-C: exiting without a report");
+            // Faults in force are undone even so (the ledger says which).
+            for line in crate::faults::ledger::undo_own() {
+                eprintln!("harness: {line}");
+            }
             std::process::exit(130);
         }
         eprintln!("\nCtrl-C: stopping the load and writing what was measured (Ctrl-C again to exit at once)");

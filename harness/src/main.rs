@@ -179,6 +179,14 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    // Faults a harness killed earlier (SIGKILL) left in force are undone at
+    // every start, and said; agents apply none and leave them to their run.
+    if !matches!(cli.command, Some(Command::Agent(_))) {
+        for line in harness::faults::ledger::recover() {
+            eprintln!("harness: undone, left by an earlier harness: {line}");
+        }
+        harness::components::sweep_leftover_dirs();
+    }
     exit::code(command(cli))
 }
 

@@ -95,10 +95,13 @@ pub fn plan(exp: &Experiment, variant: &str, capacity_docs_per_sec: f64) -> Vec<
                 TimelineOp::Admin(c) if is_cache_emptying(c) => (Vec::new(), Some(e.at)),
                 // Undone at the end of its duration; a fault without one (or
                 // that nothing can undo) lasts for the whole run.
-                TimelineOp::Admin(_) => match (e.duration, e.op.revert()) {
-                    (Some(d), Some(_)) => (Vec::new(), Some(e.at + d)),
-                    _ => (Vec::new(), None),
-                },
+                // A generic fault likewise, when the injector undoes it.
+                TimelineOp::Admin(_) | TimelineOp::Generic(_) => {
+                    match (e.duration, e.op.revert()) {
+                        (Some(d), Some(_)) => (Vec::new(), Some(e.at + d)),
+                        _ => (Vec::new(), None),
+                    }
+                }
             };
             Watched {
                 label: e.label.clone(),

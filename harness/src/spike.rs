@@ -40,7 +40,9 @@ pub fn documents(exp: &Experiment, entry: usize, capacity_docs_per_sec: f64) -> 
     let e = &exp.timeline[entry];
     let spike = match &e.op {
         TimelineOp::LoadSpike(s) => s,
-        TimelineOp::Admin(_) | TimelineOp::OversizedDocuments(_) => return Vec::new(),
+        TimelineOp::Admin(_) | TimelineOp::OversizedDocuments(_) | TimelineOp::Generic(_) => {
+            return Vec::new()
+        }
     };
     let window = (e.at, e.at + e.duration.unwrap_or_default());
     extra_stream(
@@ -114,7 +116,9 @@ impl Offered {
             .iter()
             .filter_map(|e| match &e.op {
                 TimelineOp::LoadSpike(s) => Some((e.at, e.at + e.duration.unwrap_or_default(), *s)),
-                TimelineOp::Admin(_) | TimelineOp::OversizedDocuments(_) => None,
+                TimelineOp::Admin(_)
+                | TimelineOp::OversizedDocuments(_)
+                | TimelineOp::Generic(_) => None,
             })
             .collect();
         Offered {

@@ -4,6 +4,8 @@
 //! timeline replays against the embedded system and an external target. In
 //! the containers environment a zone outage is real instead: the zone's
 //! container is paused, and unpaused when the outage ends.
+//! Generic faults (`cpu_limit`, `pause`, `kill`) go to the variant's
+//! [`Injector`] instead, which acts on the component's process.
 //! Entries with a duration are undone at its end. Every entry is logged with
 //! the time it actually ran and what the system answered; a failed command is
 //! reported in the run, never ignored. Oversized documents and a load
@@ -17,7 +19,8 @@
 //! pay for the harness filling a cache (on two busy cores, timeouts in the
 //! second after the warm-up), a failure of the harness, not of the system.
 
-use crate::experiment::{TimelineEntry, TimelineOp};
+use crate::experiment::{Revert, TimelineEntry, TimelineOp};
+use crate::faults::{GenericFault, Injector};
 use run_report::{EventKind, TimelineEvent};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -156,12 +159,30 @@ pub async fn set_up(
     }
 }
 
+/// A generic fault applied (`undo`: false) or undone through `faults`, as
+/// the log records it.
+async fn generic(faults: Option<&Injector>, f: &GenericFault, undo: bool) -> (bool, String) {
+    let Some(inj) = faults else {
+        return (false, "no component processes in this environment".into());
+    };
+    let r = if undo {
+        inj.undo(f).await
+    } else {
+        inj.apply(f).await
+    };
+    match r {
+        Ok(d) => (true, d),
+        Err(e) => (false, e.to_string()),
+    }
+}
+
 /// Runs every entry at `start + at`; returns the executed events (also
 /// appended to `log` as they happen, so an interrupted run keeps them).
 pub async fn run(
     entries: Vec<TimelineEntry>,
     start: Instant,
     admin: Option<AdminApi>,
+    faults: Option<Arc<Injector>>,
     log: Arc<Mutex<Vec<TimelineEvent>>>,
 ) {
     // Undo steps are scheduled beside the entries.
@@ -193,6 +214,7 @@ pub async fn run(
                     ),
                     TimelineOp::LoadSpike(s) => (true, spike_detail(s, e.duration)),
                     TimelineOp::Admin(cmd) => apply(admin.as_ref(), cmd).await,
+                    TimelineOp::Generic(f) => generic(faults.as_deref(), f, false).await,
                 };
                 if !ok {
                     tracing::error!(
@@ -209,8 +231,11 @@ pub async fn run(
                     detail,
                 }
             }
-            Step::Undo(cmd, label) => {
-                let (ok, detail) = apply(admin.as_ref(), &cmd).await;
+            Step::Undo(revert, label) => {
+                let (ok, detail) = match &revert {
+                    Revert::Admin(cmd) => apply(admin.as_ref(), cmd).await,
+                    Revert::Generic(f) => generic(faults.as_deref(), f, true).await,
+                };
                 TimelineEvent {
                     at_s: actual,
                     end_s: None,
@@ -242,7 +267,7 @@ fn spike_detail(s: &crate::experiment::LoadSpike, d: Option<Duration>) -> String
 
 enum Step {
     Do(TimelineEntry),
-    Undo(AdminCommand, String),
+    Undo(Revert, String),
 }
 
 #[cfg(test)]

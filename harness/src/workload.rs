@@ -218,7 +218,7 @@ pub fn oversized_tenants(timeline: &[TimelineEntry]) -> Vec<String> {
         .iter()
         .filter_map(|e| match &e.op {
             TimelineOp::OversizedDocuments(o) => Some(o.tenant.clone()),
-            TimelineOp::Admin(_) | TimelineOp::LoadSpike(_) => None,
+            TimelineOp::Admin(_) | TimelineOp::LoadSpike(_) | TimelineOp::Generic(_) => None,
         })
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()

@@ -159,3 +159,58 @@ async fn agents_as_containers_submit_the_single_process_run_s_documents() {
     assert_eq!(single.submitted_digest, split.submitted_digest);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Generic faults on containers: a CPU limit, a pause and a kill with its
+/// restart, each applied and undone; at the end no container of the run is
+/// left, paused or not, and the fault ledger is empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generic_faults_on_containers_are_applied_and_undone() {
+    let images = ContainerImages::resolve(None, None);
+    if let Err(why) = check_images(&images, true).await {
+        if required() {
+            panic!("HARNESS_REQUIRE_DOCKER=1 but: {why}");
+        }
+        println!("SKIPPED: containers environment not available: {why}");
+        return;
+    }
+    let text = SMALL.replace(
+        "  - { at: 2s, fault: { zone_outage: { zone: az1 } }, duration: 3s }",
+        "  - { at: 2s, duration: 3s, fault: { cpu_limit: { component: pool-az1, cpus: 0.2 } } }\n  - { at: 3s, duration: 2s, fault: { pause: { component: pool-az2 } } }\n  - { at: 6s, duration: 2s, fault: { kill: { component: pool-az1 } } }",
+    );
+    let exp = parse(&text, "containers-faults.yaml", false).unwrap();
+    let out =
+        std::env::temp_dir().join(format!("harness-containers-faults-{}", std::process::id()));
+    let opts = RunOptions {
+        out_dir: out.clone(),
+        quiet: true,
+        ..RunOptions::default()
+    };
+    let o = runner::run(&exp, &opts, Arc::new(StopSignal::default()))
+        .await
+        .unwrap();
+    let events = &o.run.variants[0].events;
+    assert_eq!(events.len(), 6, "{events:?}");
+    assert!(events.iter().all(|e| e.ok), "{events:?}");
+    assert!(events
+        .iter()
+        .any(|e| e.detail.contains("docker update --cpus 0.2")));
+    assert!(events.iter().any(|e| e.detail.contains("started again")));
+    // Nothing of the run is left (testcontainers removes them on drop).
+    let ps = std::process::Command::new("docker")
+        .args([
+            "ps",
+            "-a",
+            "--filter",
+            "status=paused",
+            "--format",
+            "{{.Names}}",
+        ])
+        .output()
+        .unwrap();
+    let paused = String::from_utf8_lossy(&ps.stdout);
+    assert!(
+        !paused.contains("overload-only"),
+        "paused containers left: {paused}"
+    );
+    let _ = std::fs::remove_dir_all(out);
+}

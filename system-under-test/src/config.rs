@@ -314,6 +314,40 @@ pub struct GatewayConfig {
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
     pub fallback_retry_after: Duration,
+    /// A real proxy as the gateway (`{ haproxy: { config: FILE } }` or
+    /// `{ nginx: { config: FILE } }`): the harness starts it in front of the
+    /// pool processes, and it is the retry layer. A `sut` process never
+    /// reads it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<ProxyConfig>,
+}
+
+/// Which proxy, and the team's configuration file for it (with the
+/// harness's placeholders: `{{listen}}`, `{{pool:ZONE}}`, and for nginx
+/// `{{access_log}}`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum ProxyConfig {
+    Haproxy { config: std::path::PathBuf },
+    Nginx { config: std::path::PathBuf },
+}
+
+impl ProxyConfig {
+    /// The configuration file.
+    pub fn config(&self) -> &std::path::Path {
+        match self {
+            ProxyConfig::Haproxy { config } | ProxyConfig::Nginx { config } => config,
+        }
+    }
+
+    /// The config file, resolved against `base` when relative.
+    pub fn resolved(&self, base: &std::path::Path) -> ProxyConfig {
+        let r = |c: &std::path::PathBuf| base.join(c);
+        match self {
+            ProxyConfig::Haproxy { config } => ProxyConfig::Haproxy { config: r(config) },
+            ProxyConfig::Nginx { config } => ProxyConfig::Nginx { config: r(config) },
+        }
+    }
 }
 
 impl Default for GatewayConfig {
@@ -322,6 +356,7 @@ impl Default for GatewayConfig {
             retry: RetryConfig::no_retries(),
             propagate_retry_after: true,
             fallback_retry_after: Duration::from_secs(5),
+            proxy: None,
         }
     }
 }

@@ -15,6 +15,7 @@ pub use raw::PageDistribution;
 pub use validate::{
     load, load_forms, parse, parse_forms, parse_seeds, seed_at_index, ExperimentError, MAX_RATE,
 };
+pub(crate) use validate::{proxy_binary, which};
 
 use gpu_executor::ExecutorChoice;
 use retry_policy::RetryConfig;
@@ -52,10 +53,12 @@ pub struct Experiment {
 pub enum Environment {
     /// The system under test in this process, on loopback.
     Embedded,
-    /// Any HTTP service at `url`; faults only through its admin API.
+    /// Any HTTP service at `url`; faults through its admin API, or generic
+    /// faults on its named `components` (processes or containers).
     External {
         url: String,
         admin_token: Option<String>,
+        components: std::collections::BTreeMap<String, crate::faults::ExternalComponent>,
     },
     /// The system under test as containers (gateway, one pool per zone, Redis).
     Containers {
@@ -305,6 +308,18 @@ pub enum TimelineOp {
     /// More arrivals for the entry's duration: an extra Poisson stream of
     /// ordinary documents on top of the workload's (`spike.rs`).
     LoadSpike(LoadSpike),
+    /// Done to a component's process from the outside (`faults/`): a CPU
+    /// quota, a pause, a kill; needs no admin API.
+    Generic(crate::faults::GenericFault),
+}
+
+/// What undoes a fault at the end of its duration.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Revert {
+    /// A command to the admin API.
+    Admin(AdminCommand),
+    /// The generic fault itself, undone (`faults::Injector::undo`).
+    Generic(crate::faults::GenericFault),
 }
 
 /// How much a `load_spike` adds: `{ factor: 2.5 }` (the arrival rate times
@@ -359,8 +374,16 @@ pub struct OversizedDocuments {
 }
 
 impl TimelineOp {
-    /// The command that undoes a fault with a duration, if it has one.
-    pub fn revert(&self) -> Option<AdminCommand> {
+    /// What undoes a fault with a duration, if anything can.
+    pub fn revert(&self) -> Option<Revert> {
+        if let TimelineOp::Generic(f) = self {
+            return Some(Revert::Generic(f.clone()));
+        }
+        self.revert_command().map(Revert::Admin)
+    }
+
+    /// The admin command that undoes a fault with a duration, if it has one.
+    fn revert_command(&self) -> Option<AdminCommand> {
         match self {
             TimelineOp::Admin(AdminCommand::ZoneFail { zone, .. }) => {
                 Some(AdminCommand::ZoneRecover { zone: zone.clone() })
@@ -400,7 +423,8 @@ impl TimelineOp {
                 | AdminCommand::ResumeAllocations { .. },
             )
             | TimelineOp::OversizedDocuments(_)
-            | TimelineOp::LoadSpike(_) => None,
+            | TimelineOp::LoadSpike(_)
+            | TimelineOp::Generic(_) => None,
         }
     }
 }
@@ -414,6 +438,12 @@ pub enum SwitchError {
     /// An external environment needs the target the file names.
     #[error("--environment external needs a target: set `environment: external` and `target:` in the file")]
     NoTarget,
+    /// A generic fault the containers environment cannot carry out.
+    #[error("{0} has a {1} fault that only the embedded environment can apply here (see `harness validate` with `environment: containers` for why)")]
+    Generic(String, &'static str),
+    /// A proxy gateway runs in the embedded environment only.
+    #[error("{0} has a proxy gateway, which runs in the embedded environment only")]
+    Proxy(String),
 }
 
 impl Experiment {
@@ -424,6 +454,18 @@ impl Experiment {
         if let Environment::External { .. } = self.environment {
             return Err(SwitchError::External(self.name.clone()));
         }
+        if let EnvironmentKind::Containers = kind {
+            if let Some(f) = self.generic_faults().find(|f| f.in_containers().is_err()) {
+                return Err(SwitchError::Generic(self.name.clone(), f.kind()));
+            }
+            if self
+                .variants
+                .iter()
+                .any(|v| v.system.gateway.proxy.is_some())
+            {
+                return Err(SwitchError::Proxy(self.name.clone()));
+            }
+        }
         self.environment = match kind {
             EnvironmentKind::Embedded => Environment::Embedded,
             EnvironmentKind::Containers => Environment::Containers {
@@ -432,6 +474,39 @@ impl Experiment {
             EnvironmentKind::External => return Err(SwitchError::NoTarget),
         };
         Ok(())
+    }
+
+    /// The timeline's generic faults (`cpu_limit`, `pause`, `kill`).
+    pub fn generic_faults(&self) -> impl Iterator<Item = &crate::faults::GenericFault> {
+        self.timeline.iter().filter_map(|e| match &e.op {
+            TimelineOp::Generic(f) => Some(f),
+            TimelineOp::Admin(_) | TimelineOp::OversizedDocuments(_) | TimelineOp::LoadSpike(_) => {
+                None
+            }
+        })
+    }
+
+    /// The components a `network` fault names: each gets a fault proxy in
+    /// the path into it.
+    pub(crate) fn network_faulted(&self) -> std::collections::BTreeSet<String> {
+        self.generic_faults()
+            .filter_map(|f| match f {
+                crate::faults::GenericFault::Network(n) => Some(n.component.clone()),
+                crate::faults::GenericFault::CpuLimit { .. }
+                | crate::faults::GenericFault::Pause { .. }
+                | crate::faults::GenericFault::Kill { .. } => None,
+            })
+            .collect()
+    }
+
+    /// Whether each variant runs as component processes (`components.rs`):
+    /// when a generic fault needs a process to act on.
+    pub fn needs_components(&self) -> bool {
+        self.generic_faults().next().is_some()
+            || self
+                .variants
+                .iter()
+                .any(|v| v.system.gateway.proxy.is_some())
     }
 
     /// Executor preference of the first variant (one device serves every variant).

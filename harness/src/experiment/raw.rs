@@ -121,6 +121,9 @@ pub struct RawTarget {
     pub url: Spanned<String>,
     #[serde(default)]
     pub admin_token: Option<String>,
+    /// Its parts that generic faults may act on, by name.
+    #[serde(default)]
+    pub components: std::collections::BTreeMap<String, crate::faults::ExternalComponent>,
     #[serde(default)]
     pub allow_remote: bool,
 }

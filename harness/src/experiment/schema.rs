@@ -17,13 +17,15 @@ use super::OversizedDocuments;
 pub const COMMITTED: &str = "experiments/experiment.schema.json";
 
 /// A timeline entry's `fault` or `action` as `validate/timeline.rs` reads
-/// it: a harness-side trigger, or one of the system's admin commands.
+/// it: a harness-side trigger, a generic fault on a component (`faults/`),
+/// or one of the system's admin commands.
 /// Schema only: the validator parses the value itself to locate its errors.
 #[allow(dead_code)]
 #[derive(schemars::JsonSchema)]
 #[serde(untagged)]
 pub(crate) enum TimelineOp {
     Harness(HarnessOp),
+    Generic(crate::faults::GenericFault),
     Admin(sut::AdminCommand),
 }
 

@@ -316,6 +316,16 @@ pub(crate) fn check_renderable(exp: &Experiment, o: &K8sOptions) -> Result<(), R
             exp.name
         )));
     }
+    if let Some(v) = exp
+        .variants
+        .iter()
+        .find(|v| v.system.gateway.proxy.is_some())
+    {
+        return Err(RenderError::Environment(format!(
+            "{}: variant {} has a proxy gateway (HAProxy or nginx), which these manifests do not deploy (they run the system's own gateway); render a copy without `system.gateway.proxy`",
+            exp.name, v.name
+        )));
+    }
     for v in &exp.variants {
         // "<variant>-coordinator" and "<variant>-allow-coordinator" must fit in 63.
         check_name("a variant name", &v.name, 40)?;

@@ -19,6 +19,10 @@ fn mapping(op: &TimelineOp) -> (&'static str, &'static str) {
             "load_spike (and arrival steps marked `trigger: true`)",
             "client traffic: the agents submit the extra arrivals (their shards of the seeded schedule), nothing changes in the cluster",
         ),
+        TimelineOp::Generic(_) => (
+            "cpu_limit / pause / kill",
+            "not rendered: the coordinator has no hold on a pod's cgroup. By hand: a CPU limit is the pod's `resources.limits.cpu`, a pause has no Kubernetes form (freeze the container with the runtime), a kill is `kubectl delete pod` (the Deployment restarts it)",
+        ),
         TimelineOp::Admin(c) => match c {
             ZoneOutage { .. } | ZoneRestore { .. } => (
                 "zone_outage / zone_restore",

@@ -217,7 +217,7 @@ pub fn plan_documents(exp: &Experiment, capacity: Capacity) -> Vec<Document> {
             TimelineOp::LoadSpike(_) => {
                 docs.extend(crate::spike::documents(exp, i, capacity.docs_per_sec))
             }
-            TimelineOp::Admin(_) => {}
+            TimelineOp::Admin(_) | TimelineOp::Generic(_) => {}
         }
     }
     docs.sort_by_key(|d| d.planned);

@@ -240,6 +240,7 @@ impl<'a> VariantDrive<'a> {
             entries,
             start,
             admin.clone(),
+            self.target.faults(),
             self.events.clone(),
         ));
         let residues = {
@@ -280,7 +281,7 @@ impl<'a> VariantDrive<'a> {
         let plan = LoadPlan::for_variant(
             self.exp,
             self.v,
-            self.base.clone(),
+            self.target.load_url(),
             std::mem::take(&mut self.docs),
             LoadWindow {
                 start: r.clock.start,

@@ -262,7 +262,9 @@ mod tests {
             .iter()
             .filter_map(|t| match &t.op {
                 experiment::TimelineOp::OversizedDocuments(o) => Some(o.count),
-                experiment::TimelineOp::Admin(_) | experiment::TimelineOp::LoadSpike(_) => None,
+                experiment::TimelineOp::Admin(_)
+                | experiment::TimelineOp::LoadSpike(_)
+                | experiment::TimelineOp::Generic(_) => None,
             })
             .collect();
         assert_eq!(counts, vec![8]);

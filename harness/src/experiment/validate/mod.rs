@@ -18,7 +18,9 @@ pub use campaign::{parse_seeds, seed_at_index};
 pub const MAX_RATE: f64 = 100_000.0;
 mod client;
 mod expect;
+mod proxy;
 mod sections;
+pub(crate) use proxy::{binary as proxy_binary, which};
 mod spike;
 mod timeline;
 
@@ -43,6 +45,11 @@ pub(super) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The experiment file's name as given.
+    pub(super) fn file(&self) -> &str {
+        self.file
+    }
+
     pub(super) fn err(
         &self,
         at: &Location,
@@ -134,7 +141,8 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
     let environment = sections::environment(&cx, &raw)?;
     let analysis = sections::analysis_config(&cx, &form.analysis)?;
     let (workload, implied) = sections::workload(&cx, &raw.workload, form.duration)?;
-    let variants = sections::variants(&cx, &raw, &tree, &environment)?;
+    let mut variants = sections::variants(&cx, &raw, &tree, &environment)?;
+    proxy::proxies(&cx, &raw, &mut variants, &environment)?;
     let timeline = timeline::timeline(
         &cx,
         &form.timeline,

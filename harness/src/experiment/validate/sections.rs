@@ -101,6 +101,7 @@ pub(super) fn environment(cx: &Ctx, raw: &RawExperiment) -> Result<Environment, 
                 Environment::External {
                     url,
                     admin_token: t.admin_token.clone(),
+                    components: t.components.clone(),
                 }
             }
             EnvironmentKind::Containers => Environment::Containers {

@@ -125,6 +125,8 @@ fn timeline_entry(
             o,
             is_fault,
         )?)
+    } else if GENERIC.iter().any(|k| value.get(k).is_some()) {
+        TimelineOp::Generic(generic(cx, at_loc, &field, value, zones, env)?)
     } else {
         TimelineOp::Admin(admin(cx, at_loc, &field, value, zones, env)?)
     };
@@ -186,6 +188,56 @@ fn oversized(
     Ok(TimelineOp::OversizedDocuments(od))
 }
 
+/// The keys of the generic faults (`faults::GenericFault`).
+const GENERIC: [&str; 4] = ["cpu_limit", "pause", "kill", "network"];
+
+/// A generic fault (in `field`): its values possible, its component one
+/// the variant runs, an environment that can act on it.
+fn generic(
+    cx: &Ctx,
+    at_loc: &Location,
+    field: &str,
+    value: &serde_json::Value,
+    zones: &[String],
+    env: &Environment,
+) -> Result<crate::faults::GenericFault, ExperimentError> {
+    let f: crate::faults::GenericFault = serde_json::from_value(value.clone())
+        .map_err(|e| cx.err(at_loc, field, format!("{e}; e.g. `cpu_limit: {{ component: pool-az1, cpus: 0.2 }}`, `pause: {{ component: gateway }}`, `kill: {{ component: pool-az1 }}`, `network: {{ component: pool-az1, delay: 50ms, loss: 5 }}`")))?;
+    let inner = format!("{field}.{}", f.kind());
+    f.check()
+        .map_err(|(k, why)| cx.err(at_loc, format!("{inner}.{k}"), why))?;
+    let names = match env {
+        Environment::External { components, .. } => components.keys().cloned().collect(),
+        Environment::Embedded | Environment::Containers { .. } => {
+            crate::components::component_names(zones)
+        }
+    };
+    if !names.iter().any(|n| n == f.component()) {
+        return Err(cx.err(
+            at_loc,
+            format!("{inner}.component"),
+            format!(
+                "unknown component {:?}; components are {names:?}",
+                f.component()
+            ),
+        ));
+    }
+    match env {
+        Environment::Embedded => Ok(f),
+        Environment::Containers { .. } => match f.in_containers() {
+            Ok(()) => Ok(f),
+            Err(why) => Err(cx.err(at_loc, field, why)),
+        },
+        Environment::External { components, .. } => {
+            let c = &components[f.component()];
+            match c.takes(&f) {
+                Ok(()) => Ok(f),
+                Err(why) => Err(cx.err(at_loc, field, why)),
+            }
+        }
+    }
+}
+
 /// An admin command (in `field`), checked by the system's own rules, its
 /// zone known, and a target that can take it.
 fn admin(
@@ -236,6 +288,7 @@ enum Lasting {
 fn lasting(op: &TimelineOp) -> Lasting {
     match op {
         TimelineOp::LoadSpike(_) => Lasting::Required,
+        TimelineOp::Generic(_) => Lasting::Allowed,
         TimelineOp::Admin(_) if op.revert().is_some() => Lasting::Allowed,
         TimelineOp::Admin(_) | TimelineOp::OversizedDocuments(_) => Lasting::Refused,
     }
@@ -269,7 +322,7 @@ fn entry_duration(
         return Err(cx.err(at_loc, field, why));
     }
     if lasting(op) == Lasting::Refused {
-        return Err(cx.err(at_loc, field, "only zone_fail, zone_outage, set_gpu_speed, stop_allocations, throttle (undone at its end) and load_spike (its extra arrivals last for it) can have a duration"));
+        return Err(cx.err(at_loc, field, "only zone_fail, zone_outage, set_gpu_speed, stop_allocations, throttle, cpu_limit, pause, kill, network (undone at its end; a kill by a restart) and load_spike (its extra arrivals last for it) can have a duration"));
     }
     if at + d > duration {
         return Err(cx.err(at_loc, field, "ends after the run"));
@@ -307,6 +360,7 @@ fn default_label(op: &TimelineOp) -> String {
             o.tenant, o.count, o.min_pages, o.max_pages
         ),
         TimelineOp::LoadSpike(s) => super::spike::label(s),
+        TimelineOp::Generic(f) => f.label(),
         TimelineOp::Admin(c) => match c {
             CacheFill { entries } => format!("cache fill {entries}"),
             CacheFillToLimit => "cache at limit".into(),
