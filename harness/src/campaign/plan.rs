@@ -62,6 +62,17 @@ pub enum CampaignCommand {
     /// against parallel): Fisher's and Mann–Whitney's tests per variant,
     /// Holm-corrected; exits 1 when they differ.
     Compare(super::merge::CompareArgs),
+    /// Prints a recorded campaign's figures (a `context.json`, or a
+    /// committed `experiments/campaigns/NAME.json`) as a Markdown table with
+    /// its date and commit, for the documents.
+    Table(TableArgs),
+}
+
+#[derive(clap::Args)]
+pub struct TableArgs {
+    /// Campaign contexts (`context.json` files).
+    #[arg(required = true)]
+    pub contexts: Vec<PathBuf>,
 }
 
 /// What `--resume` needs to run the same campaign again: written first.
@@ -234,6 +245,7 @@ impl Plan {
             estimate_s: self.estimate().as_secs_f64(),
             wall_s: wall.as_secs_f64(),
             interrupted,
+            commit: super::source_commit(&self.file),
         };
         let runs: Vec<CampaignRun> = done.runs;
         CampaignSummary::build(plan, &self.exp.campaign, runs)
