@@ -99,6 +99,9 @@ pub(crate) struct Plan {
     pub agents: Option<u32>,
     /// The campaign's folder.
     pub dir: PathBuf,
+    /// The commit of the source at the start (`super::source_commit`),
+    /// recorded with the campaign's figures.
+    pub commit: Option<String>,
 }
 
 /// One run to make.
@@ -147,7 +150,9 @@ impl Plan {
                 (f.dir.clone(), Some(f))
             }
         };
+        let commit = super::source_commit(&file);
         let plan = Plan {
+            commit,
             file,
             repeats: saved.as_ref().map_or(args.repeat, |s| s.repeats),
             agents: saved.as_ref().map_or(args.agents, |s| s.agents),
@@ -245,7 +250,7 @@ impl Plan {
             estimate_s: self.estimate().as_secs_f64(),
             wall_s: wall.as_secs_f64(),
             interrupted,
-            commit: super::source_commit(&self.file),
+            commit: self.commit.clone(),
         };
         let runs: Vec<CampaignRun> = done.runs;
         CampaignSummary::build(plan, &self.exp.campaign, runs)
