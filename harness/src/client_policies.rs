@@ -21,7 +21,7 @@ pub struct ClientPolicies(Arc<Mutex<PoliciesByTenant>>);
 /// Tenant name -> client index -> that client's policy, once it has sent.
 /// foldhash, not the standard SipHash: the names come from the experiment
 /// file, not from an adversary, and SipHash was about 270 instructions of
-/// every attempt (BENCHMARKS.md, "Seventh look").
+/// every attempt (measured with callgrind; BENCHMARKS.md, step 6).
 type PoliciesByTenant = HashMap<String, Vec<Option<Arc<RetryPolicy>>>, foldhash::fast::FixedState>;
 
 impl ClientPolicies {

@@ -1,11 +1,11 @@
 //! The load path's HTTP/1.1 client: hyper's `client::conn::http1`
 //! connections in a pool bounded by the load's in-flight cap.
 //!
-//! reqwest cost about 74 µs of CPU per attempt here, five times wrk, and
-//! opened 700 - 2,200 connections for at most 512 requests in flight
-//! (BENCHMARKS.md). A harness that expensive takes capacity from the system
-//! under test it shares the machine with, and caps the overload it can
-//! reproduce. This client does only what an attempt needs:
+//! A general-purpose client costs several times wrk's CPU per request and
+//! may open more connections than requests in flight; a harness that
+//! expensive takes capacity from the system under test it shares the
+//! machine with, and caps the overload it can reproduce (BENCHMARKS.md).
+//! This client does only what an attempt needs:
 //!
 //! - the target is parsed once (`http://host:port`); requests carry a path,
 //!   and bodies are `Bytes` serialised once per document by the caller;
@@ -18,10 +18,10 @@
 //!   attempt in a retry storm);
 //! - a request that a pooled connection closed before taking it (the server
 //!   ended an idle keep-alive connection) is sent once more on a fresh
-//!   connection, as reqwest did, since it never reached the server.
+//!   connection, since it never reached the server.
 //!
 //! hyper does the HTTP; nothing here parses HTTP by hand. Only `http://` is
-//! supported, as with the reqwest client before it (built without TLS).
+//! supported (no TLS).
 
 use bytes::{Bytes, BytesMut};
 use http_body_util::{BodyExt, Full};
@@ -302,7 +302,7 @@ impl HttpClient {
 /// An answer's whole body, at most [`MAX_BODY`] bytes. The service's answers
 /// arrive in one data frame, kept as it is; `BodyExt::collect` put every
 /// frame in a fresh queue and a map of trailers first, an allocation and its
-/// growth per attempt (BENCHMARKS.md, "Seventh look").
+/// growth per attempt (measured with callgrind; BENCHMARKS.md, step 6).
 async fn read_body(mut body: hyper::body::Incoming) -> Result<Bytes, ()> {
     let mut whole = Bytes::new();
     // Only an answer in several frames is copied into one buffer.

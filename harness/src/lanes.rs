@@ -2,12 +2,11 @@
 //! runtime that drives its shard of the arrivals over connections of its
 //! own.
 //!
-//! On tokio's multi-threaded runtime an attempt woke two tasks (its journey
+//! On tokio's multi-threaded runtime an attempt wakes two tasks (its journey
 //! and hyper's connection task), often on different workers, and each such
-//! wake-up was an eventfd write or a futex call in the kernel: with the spin
-//! locks and context switches around them about a fifth of the load path's
-//! CPU (BENCHMARKS.md, perf), and more on a slower host. wrk runs one event
-//! loop per thread; so do the lanes. A journey, its connections and their
+//! wake-up is an eventfd write or a futex call in the kernel: with the spin
+//! locks and context switches around them, a large share of the load path's
+//! CPU. wrk runs one event loop per thread; so do the lanes. A journey, its connections and their
 //! tasks live on one thread, where waking one another is a push on that
 //! thread's queue. The lanes share the recorder, the clients' retry
 //! policies (`client_policies::ClientPolicies`) and goose's reports, each behind a

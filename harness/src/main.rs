@@ -16,7 +16,7 @@ use std::process::ExitCode;
 // mimalloc instead of glibc's malloc: the load path allocates and frees a
 // few small buffers per attempt (hyper's request and answer, the journey's
 // task), and glibc's malloc and free were about a tenth of the lanes' CPU
-// samples (7 % of the machine's; BENCHMARKS.md, fifth look).
+// samples (7 % of the machine's; measured when the load path moved to lanes).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

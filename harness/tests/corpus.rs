@@ -4,7 +4,8 @@
 //!   a few for the quick form). `harness validate` must refuse each with
 //!   exit code 2 and `file:line:column: field: message`, the field being the
 //!   one the file's first line names (`# expect: FIELD`).
-//! - Every file of `experiments/` is accepted, both forms.
+//! - Every file of `experiments/` is accepted, both forms, and so is the
+//!   user guide's tutorial experiment (`docs/tutorial/`).
 //! - Mutations of the seed experiments (numbers replaced by impossible ones,
 //!   lines dropped, doubled or cut, keys misspelt) never panic the
 //!   validator, and every rejection is located.
@@ -87,8 +88,10 @@ fn every_impossible_value_is_refused_with_its_location() {
 
 #[test]
 fn every_experiment_is_accepted_in_both_forms() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments");
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let shipped = std::fs::read_dir(root.join("experiments")).unwrap();
+    let tutorial = std::fs::read_dir(root.join("docs/tutorial")).unwrap();
+    for e in shipped.chain(tutorial).flatten() {
         let p = e.path();
         if p.extension().is_some_and(|x| x == "yaml") {
             if let Some(why) = proxy_missing(&std::fs::read_to_string(&p).unwrap()) {

@@ -1,11 +1,6 @@
 //! `summary.json`: the machine-readable verdicts, with a stable schema so CI
-//! and dashboards can read it without parsing HTML. Schema version 4 (2 gave
-//! the verdict its classes and the triggers their residues; 3 judges latency
-//! by counting slow attempts: the baseline's `p99_limit_ms` became
-//! `slow_above_ms`, from the pooled `p95_ms`; 4: an overloaded verdict says
-//! `since_s` and `before_trigger` instead of `residue_end_s`, a recovered
-//! one may carry `slow`, a metastable one `ended_by`, and the baseline
-//! lists the seconds it left out, `excluded_s`):
+//! and dashboards can read it without parsing HTML. Schema version 4 (what
+//! changed between versions is in git and docs/CHANGELOG.md):
 //!
 //! ```text
 //! {

@@ -13,11 +13,10 @@
 //!
 //! The two are run in [`PAIRS`] alternating pairs, each wrk run right after
 //! the harness run it is compared with, and the targets are judged on the
-//! median pair. On a shared VM the host's speed drifts within seconds
-//! (BENCHMARKS.md: wrk moved by a third between consecutive runs at one
-//! instruction count), so a single harness window against a single wrk
-//! window, seconds apart, compared two different machines. Every pair is
-//! printed, so the spread is seen, not hidden in the median.
+//! median pair. On a shared VM the host's speed drifts within seconds, so a
+//! single harness window against a single wrk window, seconds apart, would
+//! compare two different machines. Every pair is printed, so the spread is
+//! seen, not hidden in the median.
 
 use super::{client, server, wrk, Windows};
 use crate::interrupt::StopSignal;

@@ -1,10 +1,9 @@
 //! Step 6, instructions per attempt: the load path's CPU cost in a unit
 //! that does not move with the machine's noise.
 //!
-//! Times on a shared two-core box vary by tens of percent between runs;
-//! instruction counts do not. Hardware counters are not available in this
-//! VM (`perf stat -e instructions` says "not supported"), so the count comes
-//! from callgrind: the storm child (`bench --only storm`: journeys, goose,
+//! Times on a shared machine vary by tens of percent between runs;
+//! instruction counts do not. Hardware counters are often unavailable in a
+//! VM, so the count comes from callgrind: the storm child (`bench --only storm`: journeys, goose,
 //! recorder and the HTTP client, with the endpoint in this process, outside
 //! what is counted) runs under `valgrind --tool=callgrind` to two attempt
 //! counts, and the difference in instructions over the difference in

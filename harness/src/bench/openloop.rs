@@ -10,8 +10,8 @@
 //! does, and prints its warnings: this is the deliberately overloaded run.
 //!
 //! wrk2's `-R` (constant-rate wrk, latency from the planned time) would be
-//! the reference; it is not packaged in Debian and nothing outside the
-//! package registries can be installed here, so it is not run (said so).
+//! the reference; it is not packaged in Debian, so the step says it was not
+//! run.
 
 use super::ceiling::{busy_reply, run_load, LoadRun};
 use super::{server, Windows};

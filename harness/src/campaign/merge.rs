@@ -211,5 +211,6 @@ fn merged_plan(experiment: String, quick: bool, runs: &[CampaignRun]) -> Campaig
         estimate_s: 0.0,
         wall_s: 0.0,
         interrupted: false,
+        commit: None,
     }
 }

@@ -19,13 +19,56 @@ use crate::exit::{CliError, Finished};
 use run_report::campaign::{CampaignSummary, RunStatus};
 use std::path::{Path, PathBuf};
 
-pub use plan::{CampaignArgs, CampaignCommand};
+pub use plan::{CampaignArgs, CampaignCommand, TableArgs};
+
+/// `harness campaign table FILE...`: each recorded campaign context's
+/// figures as the Markdown table the documents carry, so nobody types them.
+fn table(args: TableArgs) -> Result<Finished, CliError> {
+    for (i, path) in args.contexts.iter().enumerate() {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| CliError::new(format_args!("{}: {e}", path.display())))?;
+        let ctx: run_report::campaign::context::CampaignContext = serde_json::from_str(&text)
+            .map_err(|e| CliError::new(format_args!("{}: {e}", path.display())))?;
+        if i > 0 {
+            println!();
+        }
+        print!("{}", ctx.figures_markdown());
+    }
+    Ok(Finished::Passed)
+}
+
+/// The commit the experiment file's checkout is at (`-dirty` with
+/// uncommitted changes to tracked files), for the campaign's context; None
+/// outside a git checkout or without git.
+pub(crate) fn source_commit(file: &Path) -> Option<String> {
+    let dir = file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let head = git(&["rev-parse", "--short=12", "HEAD"])?;
+    let dirty =
+        git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    Some(if dirty { format!("{head}-dirty") } else { head })
+}
 
 /// `harness campaign ...`.
 pub fn cli(args: CampaignArgs) -> Result<Finished, CliError> {
     match args.command {
         Some(CampaignCommand::Merge(m)) => return merge::cli(m),
         Some(CampaignCommand::Compare(c)) => return merge::compare(c),
+        Some(CampaignCommand::Table(t)) => return table(t),
         None => {}
     }
     let plan = plan::Plan::from_args(&args)?;

@@ -62,6 +62,17 @@ pub enum CampaignCommand {
     /// against parallel): Fisher's and Mann–Whitney's tests per variant,
     /// Holm-corrected; exits 1 when they differ.
     Compare(super::merge::CompareArgs),
+    /// Prints a recorded campaign's figures (a `context.json`, or a
+    /// committed `experiments/campaigns/NAME.json`) as a Markdown table with
+    /// its date and commit, for the documents.
+    Table(TableArgs),
+}
+
+#[derive(clap::Args)]
+pub struct TableArgs {
+    /// Campaign contexts (`context.json` files).
+    #[arg(required = true)]
+    pub contexts: Vec<PathBuf>,
 }
 
 /// What `--resume` needs to run the same campaign again: written first.
@@ -88,6 +99,9 @@ pub(crate) struct Plan {
     pub agents: Option<u32>,
     /// The campaign's folder.
     pub dir: PathBuf,
+    /// The commit of the source at the start (`super::source_commit`),
+    /// recorded with the campaign's figures.
+    pub commit: Option<String>,
 }
 
 /// One run to make.
@@ -136,7 +150,9 @@ impl Plan {
                 (f.dir.clone(), Some(f))
             }
         };
+        let commit = super::source_commit(&file);
         let plan = Plan {
+            commit,
             file,
             repeats: saved.as_ref().map_or(args.repeat, |s| s.repeats),
             agents: saved.as_ref().map_or(args.agents, |s| s.agents),
@@ -234,6 +250,7 @@ impl Plan {
             estimate_s: self.estimate().as_secs_f64(),
             wall_s: wall.as_secs_f64(),
             interrupted,
+            commit: self.commit.clone(),
         };
         let runs: Vec<CampaignRun> = done.runs;
         CampaignSummary::build(plan, &self.exp.campaign, runs)

@@ -15,42 +15,59 @@ use sut::SystemConfig;
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawExperiment {
+    /// The experiment's name: its reports go to `reports/<name>/`.
     #[schemars(with = "String")]
     pub name: Spanned<String>,
+    /// What it reproduces, in a sentence or two (shown in the report).
     #[serde(default)]
     pub description: String,
+    /// The seed of the documents and their arrival times (`--seed` overrides it).
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// How long each variant's load runs, e.g. `75s`.
     #[schemars(with = "String")]
     pub duration: Spanned<String>,
+    /// The short form `--quick` runs: a shorter duration with its own timeline and expectations.
     #[serde(default)]
     pub quick: Option<RawQuick>,
+    /// Where the system under test runs: `embedded` (default), `containers` or `external`.
     #[serde(default)]
     #[schemars(with = "Option<super::EnvironmentKind>")]
     pub environment: Option<Spanned<super::EnvironmentKind>>,
+    /// The running service an `external` environment drives.
     #[serde(default)]
     pub target: Option<RawTarget>,
+    /// Image names for the `containers` environment.
     #[serde(default)]
     pub containers: Option<RawContainers>,
+    /// The thresholds the verdict and the wave detection use (never the rule itself).
     #[serde(default)]
     pub analysis: RawAnalysis,
+    /// The system under test's configuration, shared by every variant.
     #[serde(default)]
     pub system: SystemConfig,
+    /// The traffic: arrivals, documents, tenants and the clients' retry behaviour.
     pub workload: RawWorkload,
+    /// The incident's faults and operators' actions, at times from the start.
     #[serde(default)]
     #[schemars(with = "Vec<RawTimelineEntry>")]
     pub timeline: Vec<Spanned<RawTimelineEntry>>,
+    /// The configurations compared under the same load and timeline, e.g. `before-fix` and `after-fix`.
     #[schemars(with = "IndexMap<String, RawVariant>")]
     pub variants: IndexMap<String, Spanned<RawVariant>>,
+    /// Per variant, what must hold in a run: `verdict` and metric expectations.
     #[serde(default)]
     #[schemars(with = "IndexMap<String, IndexMap<String, ExpectValue>>")]
     pub expect: RawExpect,
+    /// The incident's own figures, shown beside the measured ones (the fidelity panel).
     #[serde(default)]
     #[schemars(with = "Vec<RawIncidentFigure>")]
     pub incident: Vec<Spanned<RawIncidentFigure>>,
+    /// Alert rules evaluated on a real Prometheus during each variant.
     #[serde(default)]
     #[schemars(with = "Option<RawAlerts>")]
     pub alerts: Option<Spanned<RawAlerts>>,
+    /// What `harness campaign` runs by default and what must hold over runs.
     #[serde(default)]
     #[schemars(with = "Option<RawCampaign>")]
     pub campaign: Option<Spanned<RawCampaign>>,

@@ -1,7 +1,7 @@
 //! `harness render k8s`: the experiment as Kubernetes manifests.
 //!
-//! The same split as the containers environment (ARCHITECTURE.md, "Roles:
-//! one process or several"), one set per variant because variants differ in
+//! The same split as the containers environment (ARCHITECTURE.md, "The
+//! system under test: one request"), one set per variant because variants differ in
 //! the system's configuration: a pool Deployment + Service per zone
 //! (`sut --role pool`), the gateway Deployment + Service (`sut --role
 //! gateway --pool ZONE=URL ...`), Redis when the cache is Redis; then the

@@ -13,9 +13,9 @@
 //! previous batch ended starts at that end, not when the loop got round to
 //! it. The loop wakes after `sleep_until(end)` late (tokio rounds each wake-up
 //! up to its 1-ms tick, and the host may be busy); starting each batch at the
-//! wake-up let that lag add up, batch after batch: a 4-ms batch lasted about
-//! 5 ms, and the GPU delivered ~780 of a modeled 1,000 pages/s. Now the lag
-//! delays when a batch's results are handed out, never the next batch's start.
+//! wake-up would let that lag add up batch after batch and the GPU deliver
+//! less than its model. So the lag delays when a batch's results are handed
+//! out, never the next batch's start.
 //!
 //! The loop also measures its own pacing (`paced_secs` against
 //! `paced_target_secs`, see [`SchedulerStats`](super::SchedulerStats)): the

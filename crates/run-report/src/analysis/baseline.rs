@@ -24,13 +24,11 @@
 //!     judged: at ~30 attempts a second it is the slowest attempt, so one
 //!     ordinary large document would decide it. Counting the slow attempts
 //!     lets a heavy tail through and still calls a latency shift that slows
-//!     one attempt in six degraded. The p95, not the p99: a baseline holds
-//!     ~130 attempts (5 s at 25-30 a second), so its p99 is its second
-//!     slowest attempt (112-893 ms over retry-storm's seeds, whose later
-//!     seconds with under 5 % failures had 0.0-3.8 % of their attempts above that limit, not
-//!     1 %), while about 6 attempts lie above its p95 (those seconds:
-//!     0.3-4.7 % above the limit). A run recorded without latency counts
-//!     ([`crate::LatencyCounts`]) has its latency not judged, and says so.
+//!     one attempt in six degraded. The p95, not the p99: a baseline of a
+//!     few seconds holds ~100-200 attempts, so its p99 is set by one or two
+//!     of them, while several lie above its p95. A run recorded without
+//!     latency counts ([`crate::LatencyCounts`]) has its latency not
+//!     judged, and says so.
 //!
 //!   A second with fewer completed attempts is *degraded* (a system so stuck
 //!   that nothing completes has not recovered).

@@ -44,6 +44,10 @@ pub struct CampaignPlan {
     pub wall_s: f64,
     /// Stopped early (Ctrl-C): the statistics cover what finished.
     pub interrupted: bool,
+    /// The source the runs were made with, when known (a campaign run here
+    /// asks git; merged runs do not say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
 }
 
 /// The whole campaign, judged.

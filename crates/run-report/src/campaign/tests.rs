@@ -47,6 +47,7 @@ fn plan() -> CampaignPlan {
         estimate_s: 600.0,
         wall_s: 580.0,
         interrupted: false,
+        commit: None,
     }
 }
 
@@ -302,4 +303,33 @@ fn a_run_is_placed_in_the_campaign_it_belongs_to() {
         "{}",
         lines[0]
     );
+}
+
+#[test]
+fn a_context_prints_its_figures_with_date_and_commit() {
+    let c = CampaignSummary::build(plan(), &spec(), runs());
+    let mut ctx = context::CampaignContext::of(&c, "20261204T203025Z-seed1");
+    assert_eq!(ctx.commit, None, "the plan did not say");
+    ctx.commit = Some("bbac0266c2d1".into());
+    assert_eq!(ctx.recorded_text(), "2026-12-04 20:30 UTC");
+    let table = ctx.figures_markdown();
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(
+        lines[0],
+        "`retry-storm` (full form), seeds 1–10, 10 run(s) per variant; \
+         recorded 2026-12-04 20:30 UTC, commit `bbac0266c2d1`."
+    );
+    assert!(lines[2].starts_with("| variant | verdicts |"), "{table}");
+    assert!(lines[2].contains(" waves |"), "{table}");
+    let before = lines
+        .iter()
+        .find(|l| l.starts_with("| before-fix |"))
+        .expect("a row per variant");
+    assert!(before.contains("metastable 1"), "{before}");
+    assert!(before.contains(" 5 (3–6) |"), "median (min–max): {before}");
+    ctx.recorded = "20261204T210012Z-seed1 (re-judged)".into();
+    assert_eq!(ctx.recorded_text(), "2026-12-04 21:00 UTC (re-judged)");
+    // A folder that is not a date is shown as it is.
+    ctx.recorded = "merged".into();
+    assert_eq!(ctx.recorded_text(), "merged");
 }
