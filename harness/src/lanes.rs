@@ -164,7 +164,7 @@ pub(crate) fn deal(plan: Vec<Document>, n: usize) -> Vec<Vec<Document>> {
 
 /// The lane's open-loop arrivals: each document's journey spawned at its
 /// planned time, then every journey waited for (each ends by the hard stop).
-async fn arrivals(lane: LanePlan) -> LaneOutcome {
+pub(crate) async fn arrivals(lane: LanePlan) -> LaneOutcome {
     let ctx = lane.ctx;
     // One task cuts every journey of the lane off at the variant's end.
     let end = tokio::spawn({

@@ -75,6 +75,16 @@ struct RunArgs {
     /// Allow --deployed and --agent-listen beyond loopback.
     #[arg(long)]
     allow_remote: bool,
+    /// Real time (the default), or virtual time: tokio's paused clock, one
+    /// thread, the system reached in process; deterministic from the seed
+    /// and as fast as the CPU allows (embedded environment only).
+    #[arg(long, value_enum, default_value = "real")]
+    clock: harness::clock::ClockKind,
+    /// With --clock virtual: leave the file's `alerts:` out (a real
+    /// Prometheus cannot run on the virtual clock); the alert metrics read
+    /// n/a, and an expectation on them fails as not measured.
+    #[arg(long, requires = "clock")]
+    without_alerts: bool,
 }
 
 #[derive(Subcommand)]
@@ -241,10 +251,19 @@ fn load(
 
 fn run(path: PathBuf, args: RunArgs) -> Result<Finished, CliError> {
     let mut exp = load(&path, args.quick, args.seed)?;
+    if args.clock.is_virtual() {
+        refuse_for_virtual_clock(&path, &exp, &args)?;
+    }
+    if args.without_alerts {
+        if !args.clock.is_virtual() {
+            return Err(CliError::new("--without-alerts is for --clock virtual only"));
+        }
+        exp.leave_out_alerts(harness::clock::WITHOUT_ALERTS);
+    }
     if let Some(env) = &args.environment {
         exp.set_environment(*env).map_err(CliError::new)?;
     }
-    let (rt, stop) = cli_runtime()?;
+    let (rt, stop) = harness::interrupt::clock_runtime(args.clock)?;
     let agents = agent_options(&path, &exp, &args).map_err(CliError::new)?;
     let opts = RunOptions {
         out_dir: args.out.clone(),
@@ -253,6 +272,7 @@ fn run(path: PathBuf, args: RunArgs) -> Result<Finished, CliError> {
         agents,
         deployed: args.deployed.clone(),
         context: harness::campaign::recorded_context(&path, &exp),
+        clock: args.clock,
     };
     let outcome = rt
         .block_on(runner::run(&exp, &opts, stop.clone()))
@@ -272,6 +292,27 @@ fn run(path: PathBuf, args: RunArgs) -> Result<Finished, CliError> {
         return Ok(Finished::Interrupted);
     }
     Ok(Finished::passed_if(outcome.analysis.all_passed))
+}
+
+/// What `--clock virtual` cannot run, refused before anything runs: the
+/// file's parts at their line and column, the command line's by name.
+fn refuse_for_virtual_clock(
+    path: &std::path::Path,
+    exp: &experiment::Experiment,
+    args: &RunArgs,
+) -> Result<(), CliError> {
+    let containers = args.environment == Some(experiment::EnvironmentKind::Containers);
+    if let Some(why) =
+        harness::clock::refuse_flags(args.agents.is_some(), args.deployed.is_some(), containers)
+    {
+        return Err(CliError::new(why));
+    }
+    experiment::check_virtual_clock(
+        &exp.source,
+        &path.display().to_string(),
+        args.without_alerts,
+    )
+    .map_err(CliError::new)
 }
 
 /// `--agents`, `--agent-listen`, `--deployed`: checked before anything runs.
@@ -464,6 +505,15 @@ fn print_summary(o: &runner::RunOutcome, quiet: bool) {
         if !quiet || v.verdict.is_bad() {
             eprintln!("{:>12}  {}", "", v.verdict.explanation());
         }
+    }
+    if let Some(t) = &o.run.timing {
+        eprintln!(
+            "clock: {}, {:.1} s of it in {:.1} s of wall time ({:.1}x)",
+            o.run.clock.name(),
+            t.clock_s,
+            t.wall_s,
+            t.ratio()
+        );
     }
     if let Some(ctx) = &o.run.campaign_context {
         for line in ctx.place(a) {

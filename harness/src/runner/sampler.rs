@@ -16,8 +16,7 @@ use tokio::time::Instant;
 /// system's counters since the previous scrape. Three failed scrapes in a
 /// row stop the run: the system under test stopped answering.
 pub(super) struct Sampler {
-    pub(super) http: reqwest::Client,
-    pub(super) base: String,
+    pub(super) system: crate::system_client::SystemClient,
     pub(super) recorder: Arc<Recorder>,
     pub(super) stop: Arc<StopSignal>,
     pub(super) progress: Progress,
@@ -48,7 +47,7 @@ impl Sampler {
                 _ = done.wait_for(|d| *d) => {},
             }
             let mut row = self.row(t);
-            match crate::scrape::scrape(&self.http, &self.base).await {
+            match crate::scrape::scrape(&self.system).await {
                 Ok(now) => {
                     failures = 0;
                     crate::scrape::fill_second(&mut row, &now, &prev);

@@ -12,6 +12,8 @@ mod alerts;
 mod campaign;
 pub use campaign::parse_seeds;
 mod client;
+mod clock;
+pub use clock::check_virtual_clock;
 mod expect;
 mod sections;
 mod spike;
@@ -168,6 +170,7 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
         expectations,
         incident,
         alerts,
+        alerts_left_out: None,
         campaign,
         source: text.to_string(),
         container_images: sections::container_images(&raw),
