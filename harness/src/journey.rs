@@ -144,7 +144,10 @@ impl JourneyContext {
     /// this beside them (each lane's `lanes::arrivals` does). Each journey still checks
     /// both itself before every attempt.
     pub async fn watch_end(&self) {
+        // biased: an unbiased select! draws its first branch from the
+        // runtime's random seed, which a virtual run cannot replay.
         tokio::select! {
+            biased;
             _ = tokio::time::sleep_until(self.hard_stop) => {},
             _ = self.stop.wait() => {},
         }

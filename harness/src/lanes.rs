@@ -192,7 +192,10 @@ pub(crate) async fn arrivals(lane: LanePlan) -> LaneOutcome {
         if in_flight.count.load(Ordering::Relaxed) >= cap {
             ctx.recorder.late();
             while in_flight.count.load(Ordering::Relaxed) >= cap && !lane.stop.is_set() {
+                // biased: an unbiased select! draws its first branch from
+                // the runtime's random seed, which a virtual run cannot replay.
                 tokio::select! {
+                    biased;
                     _ = in_flight.ended.notified() => {},
                     _ = lane.stop.wait() => {},
                 }

@@ -291,9 +291,12 @@ pub async fn watch(
         if open.iter().all(|o| o.ended.is_some()) {
             break;
         }
+        // The end first; biased: an unbiased select! draws its first branch
+        // from the runtime's random seed, which a virtual run cannot replay.
         tokio::select! {
-            _ = tokio::time::sleep(POLL) => {}
+            biased;
             _ = &mut done => break,
+            _ = tokio::time::sleep(POLL) => {}
         }
     }
     open.into_iter().map(span).collect()

@@ -42,7 +42,10 @@ impl Sampler {
         let mut failures = 0;
         for t in 0..self.total_secs {
             let at = self.start + Duration::from_secs(t as u64 + 1);
+            // biased: an unbiased select! draws its first branch from the
+            // runtime's random seed, which a virtual run cannot replay.
             tokio::select! {
+                biased;
                 _ = tokio::time::sleep_until(at) => {},
                 _ = done.wait_for(|d| *d) => {},
             }

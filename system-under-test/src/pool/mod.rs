@@ -416,8 +416,11 @@ impl Pool {
             true
         };
         // An executor error loses pages; the bound keeps the entry (and its
-        // waiters) from living forever.
+        // waiters) from living forever. The work first when both are ready;
+        // biased: an unbiased select! draws its first branch from the
+        // runtime's own random seed, which a virtual run cannot replay.
         tokio::select! {
+            biased;
             r = tokio::time::timeout(COMPUTE_GIVE_UP, collect) => match r {
                 Ok(true) => WorkOutcome::Done(document_digest(&values)),
                 _ => WorkOutcome::Failed,
