@@ -244,6 +244,18 @@ impl Plan {
         }
     }
 
+    /// The modeled time of every run: its load and its clients' drain.
+    fn modeled(&self) -> Duration {
+        self.jobs()
+            .iter()
+            .filter_map(|j| self.exp.variants.iter().find(|v| v.name == j.variant))
+            .map(|v| {
+                let (timeout, attempts) = v.client.slowest();
+                self.exp.duration + crate::load::drain_time(timeout, attempts)
+            })
+            .sum()
+    }
+
     pub fn estimate(&self) -> Duration {
         let runs = self.jobs().len() as u32;
         self.per_run() * runs.div_ceil(self.parallel.max(1) as u32)
@@ -285,6 +297,11 @@ impl Plan {
             estimate_s: self.estimate().as_secs_f64(),
             wall_s: wall.as_secs_f64(),
             interrupted,
+            clock: match self.clock {
+                crate::clock::ClockKind::Real => run_report::RunClock::Real,
+                crate::clock::ClockKind::Virtual => run_report::RunClock::Virtual,
+            },
+            modeled_s: self.modeled().as_secs_f64(),
         };
         let runs: Vec<CampaignRun> = done.runs;
         CampaignSummary::build(plan, &self.exp.campaign, runs)

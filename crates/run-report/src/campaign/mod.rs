@@ -44,6 +44,13 @@ pub struct CampaignPlan {
     pub wall_s: f64,
     /// Stopped early (Ctrl-C): the statistics cover what finished.
     pub interrupted: bool,
+    /// The clock its runs ran on (`--clock`).
+    #[serde(default)]
+    pub clock: crate::model::RunClock,
+    /// The modeled time of its runs (each variant's load and drain), to
+    /// set against `wall_s`; 0 when merged from recorded runs.
+    #[serde(default)]
+    pub modeled_s: f64,
 }
 
 /// The whole campaign, judged.
