@@ -329,7 +329,11 @@ impl HttpClient {
 
     /// HTTP/1.1 on `io`, its connection task holding `slot` until it ends;
     /// the slot back when the handshake failed.
-    async fn handshake<T>(&self, io: T, slot: OwnedSemaphorePermit) -> Result<Conn, OwnedSemaphorePermit>
+    async fn handshake<T>(
+        &self,
+        io: T,
+        slot: OwnedSemaphorePermit,
+    ) -> Result<Conn, OwnedSemaphorePermit>
     where
         T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {

@@ -309,7 +309,9 @@ fn apply_clock(
     without_alerts: bool,
 ) -> Result<(), CliError> {
     if without_alerts && !clock.is_virtual() {
-        return Err(CliError::new("--without-alerts is for --clock virtual only"));
+        return Err(CliError::new(
+            "--without-alerts is for --clock virtual only",
+        ));
     }
     if clock.is_virtual() {
         experiment::check_virtual_clock(&exp.source, &path.display().to_string(), without_alerts)

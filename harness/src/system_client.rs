@@ -81,7 +81,8 @@ impl SystemClient {
                 })
             }
             SystemClient::InProcess(p) => {
-                let json = serde_json::to_vec(body).map_err(|e| RequestError::Body(e.to_string()))?;
+                let json =
+                    serde_json::to_vec(body).map_err(|e| RequestError::Body(e.to_string()))?;
                 let req = axum::http::Request::post(path)
                     .header(axum::http::header::AUTHORIZATION, format!("Bearer {token}"))
                     .header(axum::http::header::CONTENT_TYPE, "application/json")

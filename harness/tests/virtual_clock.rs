@@ -66,7 +66,10 @@ fn run_virtual(file: &Path, out: &Path, seed: u64) -> serde_json::Value {
         out.as_os_str(),
     ]);
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.code() == Some(0) || o.status.code() == Some(1), "{stderr}");
+    assert!(
+        o.status.code() == Some(0) || o.status.code() == Some(1),
+        "{stderr}"
+    );
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"))
 }
 
@@ -87,7 +90,11 @@ fn a_seed_replays_byte_for_byte_in_virtual_time() {
     let second = run_virtual(&file, &dir.join("b"), 7);
     let wall = wall.elapsed();
     assert_eq!(first["clock"]["kind"], "virtual");
-    assert_eq!(digest(&first), digest(&second), "same file and seed, same run.json");
+    assert_eq!(
+        digest(&first),
+        digest(&second),
+        "same file and seed, same run.json"
+    );
     // The digest is of what was recorded: another seed, other traffic.
     let other = run_virtual(&file, &dir.join("c"), 8);
     assert_ne!(digest(&first), digest(&other));
@@ -141,7 +148,11 @@ fn at(file: &str, yaml: &str, needle: &str) -> String {
 
 /// `SMALL` with `line` inserted after its `name:` line.
 fn with(line: &str) -> String {
-    SMALL.replacen("name: virtual-small\n", &format!("name: virtual-small\n{line}\n"), 1)
+    SMALL.replacen(
+        "name: virtual-small\n",
+        &format!("name: virtual-small\n{line}\n"),
+        1,
+    )
 }
 
 #[test]
@@ -152,34 +163,63 @@ fn what_virtual_time_cannot_run_is_refused_with_its_location() {
     );
     let e = refused(&redis, "redis", &[]);
     assert!(e.contains(&at("redis", &redis, "backend:")), "{e}");
-    assert!(e.contains("system.cache.backend") && e.contains("Redis"), "{e}");
+    assert!(
+        e.contains("system.cache.backend") && e.contains("Redis"),
+        "{e}"
+    );
 
     let variant_redis = SMALL.replace(
         "  before-fix: {}",
         "  before-fix: { system: { cache: { backend: { redis: { maxmemory_mb: 1, policy: noeviction } } } } }",
     );
     let e = refused(&variant_redis, "variant-redis", &[]);
-    assert!(e.contains(&at("variant-redis", &variant_redis, "backend:")), "{e}");
-    assert!(e.contains("variants.before-fix.system.cache.backend"), "{e}");
+    assert!(
+        e.contains(&at("variant-redis", &variant_redis, "backend:")),
+        "{e}"
+    );
+    assert!(
+        e.contains("variants.before-fix.system.cache.backend"),
+        "{e}"
+    );
 
     let e = refused(&with("environment: containers"), "containers", &[]);
-    assert!(e.contains("containers.yaml:2:") && e.contains("environment"), "{e}");
+    assert!(
+        e.contains("containers.yaml:2:") && e.contains("environment"),
+        "{e}"
+    );
 
     // An external target's variants may change only the clients.
-    let external = with("environment: external\ntarget: { url: \"http://127.0.0.1:9\", admin_token: t }").replace(
-        "  after-fix: { system: { pool: { dedup: wait_without_slot } } }",
-        "  after-fix: {}",
-    );
+    let external =
+        with("environment: external\ntarget: { url: \"http://127.0.0.1:9\", admin_token: t }")
+            .replace(
+                "  after-fix: { system: { pool: { dedup: wait_without_slot } } }",
+                "  after-fix: {}",
+            );
     let e = refused(&external, "external", &[]);
-    assert!(e.contains("external.yaml:2:") && e.contains("environment"), "{e}");
+    assert!(
+        e.contains("external.yaml:2:") && e.contains("environment"),
+        "{e}"
+    );
 
     let e = refused(&with("alerts: { rules: [rules.yml] }"), "alerts", &[]);
-    assert!(e.contains("alerts.yaml:2:") && e.contains("Prometheus"), "{e}");
+    assert!(
+        e.contains("alerts.yaml:2:") && e.contains("Prometheus"),
+        "{e}"
+    );
     assert!(e.contains("--without-alerts"), "{e}");
 
     let e = refused(SMALL, "agents", &["--agents", "2"]);
     assert!(e.contains("--agents"), "{e}");
-    let e = refused(SMALL, "deployed", &["--deployed", "http://127.0.0.1:9", "--variant", "before-fix"]);
+    let e = refused(
+        SMALL,
+        "deployed",
+        &[
+            "--deployed",
+            "http://127.0.0.1:9",
+            "--variant",
+            "before-fix",
+        ],
+    );
     assert!(e.contains("--deployed"), "{e}");
     let e = refused(SMALL, "env-flag", &["--environment", "containers"]);
     assert!(e.contains("--environment containers"), "{e}");

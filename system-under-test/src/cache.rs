@@ -10,8 +10,8 @@
 //! in-process backend keeps at most `capacity` entries.
 
 use crate::config::{CacheConfig, OnFull};
-use async_trait::async_trait;
 use crate::entropy::Entropy;
+use async_trait::async_trait;
 use rand::Rng;
 use serde::Serialize;
 use std::collections::{HashMap, VecDeque};

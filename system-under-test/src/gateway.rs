@@ -10,11 +10,11 @@
 
 use crate::api::{RejectReason, Reply};
 use crate::config::GatewayConfig;
+use crate::entropy::Entropy;
 use crate::metrics::{Counter, DistinctCounter};
 use crate::router::ZoneRouter;
 use crate::zone_pool::ZonePool;
 use retry_policy::{Decision, Failure, RetryPolicy};
-use crate::entropy::Entropy;
 use std::sync::{Arc, RwLock};
 
 /// Counters of the gateway.

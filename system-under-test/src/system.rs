@@ -14,6 +14,7 @@
 use crate::admin::{AdminCommand, AdminError, WorkInProgress, WorkQuery};
 use crate::cache::{MemoryCache, ResultCache};
 use crate::config::{CacheBackend, SystemConfig};
+use crate::entropy::Entropy;
 use crate::failure_cache::FailureCache;
 use crate::gateway::Gateway;
 use crate::pool::Pool;
@@ -21,8 +22,9 @@ use crate::remote_pool::RemotePool;
 use crate::role::Role;
 use crate::router::ZoneRouter;
 use crate::zone_pool::ZonePool;
-use crate::entropy::Entropy;
-use gpu_executor::{select_executor, Compute, ExecutorInfo, ExecutorKind, GpuScheduler, PageExecutor};
+use gpu_executor::{
+    select_executor, Compute, ExecutorInfo, ExecutorKind, GpuScheduler, PageExecutor,
+};
 use std::sync::Arc;
 
 pub struct System {
@@ -125,7 +127,8 @@ impl System {
                     None => Compute::Blocking,
                 };
                 let local = |zone: &String| {
-                    let gpu = GpuScheduler::start_with(config.gpu.clone(), executor.clone(), compute);
+                    let gpu =
+                        GpuScheduler::start_with(config.gpu.clone(), executor.clone(), compute);
                     ZonePool::Local(Pool::new(
                         zone.clone(),
                         config.pool.clone(),

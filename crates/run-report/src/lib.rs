@@ -33,11 +33,11 @@ mod latency_counts;
 mod metrics;
 mod model;
 mod series;
+mod sha256;
 pub mod stats;
 mod summary;
 pub mod sweep;
 pub mod threshold;
-mod sha256;
 mod write;
 mod xml;
 

@@ -131,7 +131,9 @@ impl Plan {
         };
         let quick = saved.as_ref().map_or(args.quick, |s| s.quick);
         let mut exp = experiment::load(&file, quick).map_err(CliError::new)?;
-        let without_alerts = saved.as_ref().map_or(args.without_alerts, |s| s.without_alerts);
+        let without_alerts = saved
+            .as_ref()
+            .map_or(args.without_alerts, |s| s.without_alerts);
         let clock = match &saved {
             Some(s) if s.virtual_clock => crate::clock::ClockKind::Virtual,
             Some(_) => crate::clock::ClockKind::Real,
@@ -151,7 +153,9 @@ impl Plan {
         }
         if without_alerts {
             if !clock.is_virtual() {
-                return Err(CliError::new("--without-alerts is for --clock virtual only"));
+                return Err(CliError::new(
+                    "--without-alerts is for --clock virtual only",
+                ));
             }
             exp.leave_out_alerts(crate::clock::WITHOUT_ALERTS);
         }

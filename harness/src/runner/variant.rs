@@ -171,14 +171,12 @@ impl<'a> VariantDrive<'a> {
         if let Some(m) = &self.monitor {
             m.attach(running.recorder.clone());
         }
-        let baseline = crate::scrape::scrape(&self.system)
-            .await
-            .map_err(|e| {
-                anyhow::anyhow!(
-                    "the system under test at {} does not answer /metrics: {e}",
-                    self.base
-                )
-            })?;
+        let baseline = crate::scrape::scrape(&self.system).await.map_err(|e| {
+            anyhow::anyhow!(
+                "the system under test at {} does not answer /metrics: {e}",
+                self.base
+            )
+        })?;
         let unmeasured = unmeasured(&crate::scrape::missing(&baseline), &self.v.name);
         let watchers = self.start_watchers(entries, admin, &running, baseline);
         let driven = self.drive(&running).await;
