@@ -18,6 +18,11 @@
 //! every journey (each bounded by `hard_stop`) before the goose user
 //! returns: no request of this variant reaches the system after `drive`
 //! returns.
+//!
+//! On the virtual clock (`clock.rs`) goose cannot run (its user, scheduler
+//! and metrics run on the wall clock): [`drive_in_process`] runs the same
+//! arrivals, journeys and client as one lane on the run's one runtime, and
+//! counts the attempts' reports itself.
 
 use crate::client_policies::ClientPolicies;
 use crate::interrupt::StopSignal;
