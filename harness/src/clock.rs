@@ -46,6 +46,14 @@ impl ClockKind {
         self == ClockKind::Virtual
     }
 
+    /// As run.json and the campaign's plan record it.
+    pub fn recorded(self) -> run_report::RunClock {
+        match self {
+            ClockKind::Real => run_report::RunClock::Real,
+            ClockKind::Virtual => run_report::RunClock::Virtual,
+        }
+    }
+
     /// The runtime a run on this clock needs: multi-threaded in real time;
     /// in virtual time one thread whose clock starts paused.
     pub fn runtime(self) -> std::io::Result<tokio::runtime::Runtime> {

@@ -307,24 +307,17 @@ impl HttpClient {
             self.freed.notify_one();
             Err(())
         };
-        let authority = match &self.dial {
-            Dial::Tcp(authority) => authority,
+        let stream = match &self.dial {
+            Dial::Tcp(authority) => match tokio::net::TcpStream::connect(authority).await {
+                Ok(s) => s,
+                Err(_) => return failed(slot),
+            },
             Dial::InProcess(target) => {
-                return match self.handshake(target.connect(), slot).await {
-                    Ok(c) => Ok(c),
-                    Err(slot) => failed(slot),
-                }
+                return self.handshake(target.connect(), slot).await.or_else(failed)
             }
         };
-        let stream = match tokio::net::TcpStream::connect(authority).await {
-            Ok(s) => s,
-            Err(_) => return failed(slot),
-        };
         let _ = stream.set_nodelay(true);
-        match self.handshake(stream, slot).await {
-            Ok(c) => Ok(c),
-            Err(slot) => failed(slot),
-        }
+        self.handshake(stream, slot).await.or_else(failed)
     }
 
     /// HTTP/1.1 on `io`, its connection task holding `slot` until it ends;

@@ -301,10 +301,7 @@ impl Plan {
             estimate_s: self.estimate().as_secs_f64(),
             wall_s: wall.as_secs_f64(),
             interrupted,
-            clock: match self.clock {
-                crate::clock::ClockKind::Real => run_report::RunClock::Real,
-                crate::clock::ClockKind::Virtual => run_report::RunClock::Virtual,
-            },
+            clock: self.clock.recorded(),
             modeled_s: self.modeled().as_secs_f64(),
         };
         let runs: Vec<CampaignRun> = done.runs;

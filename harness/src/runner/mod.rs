@@ -133,28 +133,9 @@ pub async fn run(
         runs.push(r);
     }
 
-    // The report's folder is named by the wall clock's start (unique); a
-    // virtual run records its own clock's start instead, so that a replay
-    // gives the same run.json.
+    // The report's folder is named by the wall clock's start (unique).
     let run_id = crate::run_id::run_id(started_at, exp.seed);
-    let recorded_start = match opts.clock {
-        ClockKind::Real => started_at,
-        ClockKind::Virtual => chrono::DateTime::UNIX_EPOCH,
-    };
-    let mut run = run_data(
-        exp,
-        &crate::run_id::run_id(recorded_start, exp.seed),
-        recorded_start,
-        facts,
-        runs,
-        opts.context.clone(),
-    );
-    run.clock = match opts.clock {
-        ClockKind::Real => run_report::RunClock::Real,
-        ClockKind::Virtual => run_report::RunClock::Virtual,
-    };
-    let (wall_s, clock_s) = span.elapsed();
-    run.timing = Some(run_report::RunTiming { wall_s, clock_s });
+    let run = recorded(exp, opts, started_at, span, facts, runs);
     let analysis = run_report::analyse(&run);
     let report_dir = opts.out_dir.join(&exp.name).join(&run_id);
     let files = run_report::write_report(&report_dir, &run, &analysis)
@@ -167,6 +148,29 @@ pub async fn run(
         report_dir,
         files,
     })
+}
+
+/// The recorded run, on its clock: a virtual run records its own clock's
+/// start (the epoch) and run id, so that a replay gives the same run.json;
+/// how long it took on the wall stays out of run.json (`RunData::timing`).
+fn recorded(
+    exp: &Experiment,
+    opts: &RunOptions,
+    started_at: chrono::DateTime<chrono::Utc>,
+    span: crate::clock::Span,
+    facts: EnvironmentFacts,
+    runs: Vec<VariantRun>,
+) -> RunData {
+    let start = match opts.clock {
+        ClockKind::Real => started_at,
+        ClockKind::Virtual => chrono::DateTime::UNIX_EPOCH,
+    };
+    let run_id = crate::run_id::run_id(start, exp.seed);
+    let mut run = run_data(exp, &run_id, start, facts, runs, opts.context.clone());
+    run.clock = opts.clock.recorded();
+    let (wall_s, clock_s) = span.elapsed();
+    run.timing = Some(run_report::RunTiming { wall_s, clock_s });
+    run
 }
 
 /// What the report says about where the run ran.
