@@ -37,8 +37,8 @@ impl CostMeter {
         CostMeter {
             at: Instant::now(),
             threads: Snapshot::now().map_err(|e| format!("/proc/self/task unreadable: {e}")),
-            in_process: target.in_process(),
-            external: !target.in_process() && containers.is_empty(),
+            in_process: target.on_own_threads(),
+            external: !target.on_own_threads() && containers.is_empty(),
             containers,
             redis_child: target.runs_redis_child(),
         }

@@ -37,6 +37,9 @@ pub struct Target {
     proxy: Option<crate::proxy_gateway::ProxyGateway>,
     /// A fault proxy in front of the gateway: the load goes through it.
     load_via: Option<String>,
+    /// Virtual time: the system on the caller's runtime, reached in process
+    /// (no socket), stopped with the target.
+    in_process: Option<(crate::in_process::InProcess, Arc<System>)>,
 }
 
 impl Drop for Target {
@@ -65,6 +68,24 @@ impl Target {
             faults: None,
             proxy: None,
             load_via: None,
+            in_process: None,
+        }
+    }
+
+    /// The system in this runtime, reached without a socket (virtual time).
+    pub(crate) fn in_process(&self) -> Option<&crate::in_process::InProcess> {
+        self.in_process.as_ref().map(|(p, _)| p)
+    }
+
+    /// The control plane's way to the system: in process, else `http` to
+    /// the base URL.
+    pub(crate) fn control(&self, http: &reqwest::Client) -> crate::system_client::SystemClient {
+        match self.in_process() {
+            Some(p) => crate::system_client::SystemClient::InProcess(p.clone()),
+            None => crate::system_client::SystemClient::Http {
+                client: http.clone(),
+                base_url: self.base_url.clone(),
+            },
         }
     }
 
@@ -99,8 +120,9 @@ impl Target {
         self.redis.is_some()
     }
 
-    /// Whether the system under test runs in this process (its threads can be measured).
-    pub fn in_process(&self) -> bool {
+    /// Whether the system under test runs on threads of its own in this
+    /// process (they can be measured).
+    pub fn on_own_threads(&self) -> bool {
         self.runtime.is_some()
     }
 
@@ -131,6 +153,10 @@ impl Target {
         }
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
+        }
+        // Its GPU loops end; requests still in flight end at their deadlines.
+        if let Some((_, system)) = self.in_process.take() {
+            system.shutdown();
         }
         if let Some(h) = self.server.take() {
             if tokio::time::timeout(sut::server::DRAIN_TIMEOUT, h)
@@ -208,8 +234,12 @@ pub async fn start(
     exp: &Experiment,
     v: &Variant,
     executor: Option<Arc<dyn PageExecutor>>,
+    clock: crate::clock::ClockKind,
 ) -> anyhow::Result<Target> {
     match (&exp.environment, executor) {
+        (Environment::Embedded, Some(executor)) if clock.is_virtual() => {
+            start_in_process(v, executor, exp.seed).await
+        }
         (Environment::Embedded, Some(_)) if exp.needs_components() => {
             start_components(v, &exp.network_faulted()).await
         }
@@ -277,6 +307,7 @@ async fn start_embedded(v: &Variant, executor: Arc<dyn PageExecutor>) -> anyhow:
         faults: None,
         proxy: None,
         load_via: None,
+        in_process: None,
     })
 }
 
@@ -415,6 +446,31 @@ async fn start_pools(
     Ok(pools)
 }
 
+
+/// The variant's whole system on the caller's runtime (virtual time): its
+/// random draws from `seed`, its GPU batches computed in line, reached in
+/// process. Validation refused a Redis cache before anything ran.
+async fn start_in_process(
+    v: &Variant,
+    executor: Arc<dyn PageExecutor>,
+    seed: u64,
+) -> anyhow::Result<Target> {
+    let opts = sut::StartOptions {
+        deterministic: Some(seed),
+        ..Default::default()
+    };
+    let system = System::start_with(v.system.clone(), opts, Some(executor))
+        .await
+        .with_context(|| format!("starting the system under test for {}", v.name))?;
+    let router = sut::server::router(system.clone());
+    let mut target = Target::elsewhere(
+        "http://in-process".into(),
+        Some(v.system.admin_token.clone()),
+    );
+    target.in_process = Some((crate::in_process::InProcess::new(router), system));
+    Ok(target)
+}
+
 /// What serving an embedded system hands back: its address, the sender that
 /// shuts it down, and the server task.
 type Serving = (
@@ -458,8 +514,11 @@ pub async fn deployed(url: &str, system: &sut::SystemConfig) -> anyhow::Result<T
 /// Says which executor the pool containers run, loudly when it is the CPU
 /// fallback (an image built without the Vulkan driver, say).
 async fn report_pool_executors(base_url: &str) {
-    let client = reqwest::Client::new();
-    let Ok(m) = crate::scrape::scrape(&client, base_url).await else {
+    let client = crate::system_client::SystemClient::Http {
+        client: reqwest::Client::new(),
+        base_url: base_url.to_string(),
+    };
+    let Ok(m) = crate::scrape::scrape(&client).await else {
         return;
     };
     let adapter = m

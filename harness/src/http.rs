@@ -82,10 +82,18 @@ pub struct Answer {
 
 type Conn = SendRequest<Full<Bytes>>;
 
-/// A bounded pool of HTTP/1.1 connections to one `http://host:port`.
+/// Where a new connection goes.
+enum Dial {
+    /// `host:port` over TCP, resolved at each connect (connections are few).
+    Tcp(String),
+    /// A pipe to a system served in this runtime (virtual time: `in_process.rs`).
+    InProcess(crate::in_process::InProcess),
+}
+
+/// A bounded pool of HTTP/1.1 connections to one `http://host:port`, or to
+/// a system in this process.
 pub struct HttpClient {
-    /// `host:port`, resolved at each connect (connections are few).
-    authority: String,
+    dial: Dial,
     host: HeaderValue,
     idle: Mutex<Vec<Conn>>,
     /// One permit per connection that may exist.
@@ -117,15 +125,36 @@ impl HttpClient {
             .map_err(|_| UrlError::Invalid(base_url.to_string()))?;
         // `[::1]` keeps its brackets for connect's "host:port" parsing.
         let authority = format!("{host}:{port}");
+        Ok(Self::with_dial(
+            Dial::Tcp(authority),
+            host_header,
+            max_connections,
+        ))
+    }
+
+    /// A client of a system served in this runtime, over in-memory pipes,
+    /// with at most `max_connections` connections open at a time.
+    pub(crate) fn in_process(
+        target: crate::in_process::InProcess,
+        max_connections: usize,
+    ) -> HttpClient {
+        Self::with_dial(
+            Dial::InProcess(target),
+            HeaderValue::from_static("in-process"),
+            max_connections,
+        )
+    }
+
+    fn with_dial(dial: Dial, host: HeaderValue, max_connections: usize) -> HttpClient {
         let slots = max_connections.clamp(1, Semaphore::MAX_PERMITS);
-        Ok(HttpClient {
-            authority,
-            host: host_header,
+        HttpClient {
+            dial,
+            host,
             idle: Mutex::new(Vec::new()),
             slots: Arc::new(Semaphore::new(slots)),
             freed: Arc::new(Notify::new()),
             opened: AtomicU64::new(0),
-        })
+        }
     }
 
     /// Connections opened so far.
@@ -278,15 +307,32 @@ impl HttpClient {
             self.freed.notify_one();
             Err(())
         };
-        let stream = match tokio::net::TcpStream::connect(&self.authority).await {
-            Ok(s) => s,
-            Err(_) => return failed(slot),
+        let stream = match &self.dial {
+            Dial::Tcp(authority) => match tokio::net::TcpStream::connect(authority).await {
+                Ok(s) => s,
+                Err(_) => return failed(slot),
+            },
+            Dial::InProcess(target) => {
+                return self.handshake(target.connect(), slot).await.or_else(failed)
+            }
         };
         let _ = stream.set_nodelay(true);
-        let (sender, conn) = match hyper::client::conn::http1::handshake(TokioIo::new(stream)).await
-        {
+        self.handshake(stream, slot).await.or_else(failed)
+    }
+
+    /// HTTP/1.1 on `io`, its connection task holding `slot` until it ends;
+    /// the slot back when the handshake failed.
+    async fn handshake<T>(
+        &self,
+        io: T,
+        slot: OwnedSemaphorePermit,
+    ) -> Result<Conn, OwnedSemaphorePermit>
+    where
+        T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let (sender, conn) = match hyper::client::conn::http1::handshake(TokioIo::new(io)).await {
             Ok(c) => c,
-            Err(_) => return failed(slot),
+            Err(_) => return Err(slot),
         };
         self.opened.fetch_add(1, Ordering::Relaxed);
         let freed = self.freed.clone();

@@ -76,6 +76,18 @@ pub fn cli_runtime() -> Result<(tokio::runtime::Runtime, Arc<StopSignal>), crate
     runtime_with_ctrl_c().map_err(crate::exit::CliError::new)
 }
 
+/// [`cli_runtime`] for runs on `clock` (one paused thread in virtual time).
+pub fn clock_runtime(
+    clock: crate::clock::ClockKind,
+) -> Result<(tokio::runtime::Runtime, Arc<StopSignal>), crate::exit::CliError> {
+    let stop = Arc::new(StopSignal::default());
+    install_ctrl_c(stop.clone());
+    clock
+        .runtime()
+        .map(|rt| (rt, stop))
+        .map_err(|e| crate::exit::CliError::new(RuntimeError(e)))
+}
+
 /// The runtime of a harness command, with the Ctrl-C handler installed first
 /// (so goose's own handler leaves ours in place). Errors say what failed.
 pub fn runtime_with_ctrl_c() -> Result<(tokio::runtime::Runtime, Arc<StopSignal>), RuntimeError> {

@@ -144,7 +144,10 @@ impl JourneyContext {
     /// this beside them (each lane's `lanes::arrivals` does). Each journey still checks
     /// both itself before every attempt.
     pub async fn watch_end(&self) {
+        // biased: an unbiased select! draws its first branch from the
+        // runtime's random seed, which a virtual run cannot replay.
         tokio::select! {
+            biased;
             _ = tokio::time::sleep_until(self.hard_stop) => {},
             _ = self.stop.wait() => {},
         }
@@ -183,7 +186,7 @@ pub async fn run(ctx: Arc<JourneyContext>, doc: Document, planned: Instant) {
 async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> JourneyEnd {
     let policy = ctx.policy(doc);
     let mut rng = StdRng::seed_from_u64(ctx.seed ^ doc.id);
-    if !policy.admit_request(std::time::Instant::now(), &mut rng) {
+    if !policy.admit_request(Instant::now().into_std(), &mut rng) {
         // Adaptive throttling refused it locally: a failed attempt that never left.
         ctx.recorder.attempt_sent(doc.id, &doc.tenant);
         ctx.recorder
@@ -212,7 +215,7 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> Jour
     match ended {
         Some(Ok(resp)) => {
             verify(ctx, doc, &resp).await;
-            policy.on_success(std::time::Instant::now());
+            policy.on_success(Instant::now().into_std());
             ctx.recorder
                 .completed(&doc.tenant, doc.pages, planned.elapsed());
             JourneyEnd::Completed
@@ -313,7 +316,7 @@ async fn attempts(
             status,
         });
         ctx.recorder.attempt_done(doc.id, kind, latency);
-        match policy.on_failure(attempt, failure, std::time::Instant::now(), rng) {
+        match policy.on_failure(attempt, failure, Instant::now().into_std(), rng) {
             Decision::Retry { after } => {
                 tokio::time::sleep(after).await;
                 measured_from = Instant::now();

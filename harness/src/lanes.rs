@@ -163,7 +163,7 @@ pub(crate) fn deal(plan: Vec<Document>, n: usize) -> Vec<Vec<Document>> {
 
 /// The lane's open-loop arrivals: each document's journey spawned at its
 /// planned time, then every journey waited for (each ends by the hard stop).
-async fn arrivals(lane: LanePlan) -> LaneOutcome {
+pub(crate) async fn arrivals(lane: LanePlan) -> LaneOutcome {
     let ctx = lane.ctx;
     // One task cuts every journey of the lane off at the variant's end.
     let end = tokio::spawn({
@@ -191,7 +191,10 @@ async fn arrivals(lane: LanePlan) -> LaneOutcome {
         if in_flight.count.load(Ordering::Relaxed) >= cap {
             ctx.recorder.late();
             while in_flight.count.load(Ordering::Relaxed) >= cap && !lane.stop.is_set() {
+                // biased: an unbiased select! draws its first branch from
+                // the runtime's random seed, which a virtual run cannot replay.
                 tokio::select! {
+                    biased;
                     _ = in_flight.ended.notified() => {},
                     _ = lane.stop.wait() => {},
                 }

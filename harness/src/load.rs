@@ -18,6 +18,11 @@
 //! every journey (each bounded by `hard_stop`) before the goose user
 //! returns: no request of this variant reaches the system after `drive`
 //! returns.
+//!
+//! On the virtual clock (`clock.rs`) goose cannot run (its user, scheduler
+//! and metrics run on the wall clock): [`drive_in_process`] runs the same
+//! arrivals, journeys and client as one lane on the run's one runtime, and
+//! counts the attempts' reports itself.
 
 use crate::client_policies::ClientPolicies;
 use crate::interrupt::StopSignal;
@@ -102,11 +107,60 @@ impl LoadPlan {
 /// What goose counted, as a cross-check of the harness's own recorder.
 #[derive(Debug, Clone, Default)]
 pub struct LoadOutcome {
+    /// Attempts reported (by goose, or by the load path in virtual time).
     pub goose_requests: u64,
     pub goose_failures: u64,
+    /// Who counted `goose_requests` and `goose_failures`.
+    pub counted_by: CountedBy,
     pub journeys: u64,
     /// Connections the load path's HTTP client opened (at most `max_in_flight`).
     pub connections: u64,
+}
+
+/// Who counted a load's attempts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CountedBy {
+    /// goose, from every attempt's report (real time).
+    #[default]
+    Goose,
+    /// The load path itself, from the same reports (virtual time: goose's
+    /// user, scheduler and metrics run on the wall clock and cannot run on
+    /// a paused one).
+    LoadPath,
+}
+
+/// Drives the plan to its end on this runtime, against a system served in
+/// it (virtual time): one lane (`lanes::arrivals`, the same open-loop
+/// arrivals, journeys and client as in real time) with the whole in-flight
+/// cap, over in-process connections. goose is left out (see
+/// [`CountedBy::LoadPath`]); the attempts' reports it would record are
+/// counted here instead.
+pub(crate) async fn drive_in_process(
+    plan: LoadPlan,
+    system: crate::in_process::InProcess,
+) -> anyhow::Result<LoadOutcome> {
+    let reports = Arc::new(Reports::default());
+    let http = crate::http::HttpClient::in_process(system, plan.max_in_flight as usize);
+    let ctx = JourneyContext::new(http, &plan.journeys, reports.clone(), plan.stop.clone())
+        .sharing_clients(ClientPolicies::default());
+    let lane = LanePlan {
+        documents: plan.documents,
+        max_in_flight: plan.max_in_flight.max(1),
+        start: plan.start,
+        load_end: plan.load_end,
+        stop: plan.stop,
+        ctx: Arc::new(ctx),
+    };
+    let done = crate::lanes::arrivals(lane).await;
+    let mut batch = Vec::new();
+    reports.take(&mut batch);
+    Ok(LoadOutcome {
+        goose_requests: batch.len() as u64,
+        goose_failures: batch.iter().filter(|r| !r.success).count() as u64,
+        counted_by: CountedBy::LoadPath,
+        journeys: done.spawned,
+        connections: done.connections,
+    })
 }
 
 /// Drives the plan to its end with goose, and returns goose's counts.

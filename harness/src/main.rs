@@ -83,6 +83,16 @@ struct RunArgs {
     /// Allow --deployed and --agent-listen beyond loopback.
     #[arg(long)]
     allow_remote: bool,
+    /// Real time (the default), or virtual time: tokio's paused clock, one
+    /// thread, the system reached in process; deterministic from the seed
+    /// and as fast as the CPU allows (embedded environment only).
+    #[arg(long, value_enum, default_value = "real")]
+    clock: harness::clock::ClockKind,
+    /// With --clock virtual: leave the file's `alerts:` out (a real
+    /// Prometheus cannot run on the virtual clock); the alert metrics read
+    /// n/a, and an expectation on them fails as not measured.
+    #[arg(long)]
+    without_alerts: bool,
 }
 
 #[derive(Subcommand)]
@@ -166,6 +176,12 @@ struct AblateArgs {
     out: PathBuf,
     #[arg(long)]
     seed: Option<u64>,
+    /// Real time (the default) or virtual time, as for a run.
+    #[arg(long, value_enum, default_value = "real")]
+    clock: harness::clock::ClockKind,
+    /// With --clock virtual: leave the file's `alerts:` out, as for a run.
+    #[arg(long)]
+    without_alerts: bool,
 }
 
 fn main() -> ExitCode {
@@ -264,10 +280,18 @@ fn load(
 
 fn run(path: PathBuf, args: RunArgs) -> Result<Finished, CliError> {
     let mut exp = load(&path, args.quick, chosen_seed(&args)?)?;
+    if args.clock.is_virtual() {
+        let containers = args.environment == Some(experiment::EnvironmentKind::Containers);
+        let flags = (args.agents.is_some(), args.deployed.is_some(), containers);
+        if let Some(why) = harness::clock::refuse_flags(flags.0, flags.1, flags.2) {
+            return Err(CliError::new(why));
+        }
+    }
+    apply_clock(&path, &mut exp, args.clock, args.without_alerts)?;
     if let Some(env) = &args.environment {
         exp.set_environment(*env).map_err(CliError::new)?;
     }
-    let (rt, stop) = cli_runtime()?;
+    let (rt, stop) = harness::interrupt::clock_runtime(args.clock)?;
     let agents = agent_options(&path, &exp, &args).map_err(CliError::new)?;
     let opts = RunOptions {
         out_dir: args.out.clone(),
@@ -276,6 +300,7 @@ fn run(path: PathBuf, args: RunArgs) -> Result<Finished, CliError> {
         agents,
         deployed: args.deployed.clone(),
         context: harness::campaign::recorded_context(&path, &exp),
+        clock: args.clock,
     };
     let outcome = rt
         .block_on(runner::run(&exp, &opts, stop.clone()))
@@ -310,6 +335,30 @@ fn chosen_seed(args: &RunArgs) -> Result<Option<u64>, CliError> {
     experiment::seed_at_index(spec, &index)
         .map(Some)
         .map_err(|e| CliError::new(format_args!("--seeds: {e}")))
+}
+
+/// `--clock` and `--without-alerts` on `exp` (from `path`): what virtual
+/// time cannot run in the file refused at its line and column, before
+/// anything runs; `alerts:` left out when asked.
+fn apply_clock(
+    path: &std::path::Path,
+    exp: &mut experiment::Experiment,
+    clock: harness::clock::ClockKind,
+    without_alerts: bool,
+) -> Result<(), CliError> {
+    if without_alerts && !clock.is_virtual() {
+        return Err(CliError::new(
+            "--without-alerts is for --clock virtual only",
+        ));
+    }
+    if clock.is_virtual() {
+        experiment::check_virtual_clock(&exp.source, &path.display().to_string(), without_alerts)
+            .map_err(CliError::new)?;
+    }
+    if without_alerts {
+        exp.leave_out_alerts(harness::clock::WITHOUT_ALERTS);
+    }
+    Ok(())
 }
 
 /// `--agents`, `--agent-listen`, `--deployed`: checked before anything runs.
@@ -434,10 +483,15 @@ fn report(
 
 fn ablate(args: AblateArgs) -> Result<Finished, CliError> {
     use harness::ablate;
-    let exp = load(&args.experiment, args.quick, args.seed)?;
+    let mut exp = load(&args.experiment, args.quick, args.seed)?;
+    apply_clock(&args.experiment, &mut exp, args.clock, args.without_alerts)?;
     let plan = ablate::plan(&exp, &args.before, &args.after)
         .map_err(|e| CliError::new(format_args!("{e:#}")))?;
-    let est = ablate::estimate(&plan);
+    let est = match args.clock {
+        harness::clock::ClockKind::Real => ablate::estimate(&plan),
+        // At least 10x faster, even in a debug build (BENCHMARKS.md).
+        harness::clock::ClockKind::Virtual => ablate::estimate(&plan) / 10,
+    };
     eprintln!(
         "ablation of {}: {} fix groups ({}), {} runs, estimated {}",
         exp.name,
@@ -451,9 +505,10 @@ fn ablate(args: AblateArgs) -> Result<Finished, CliError> {
         humantime::format_duration(std::time::Duration::from_secs(est.as_secs()))
     );
     harness::budget::check(est, *args.budget, args.force, "use --quick").map_err(CliError::new)?;
-    let (rt, stop) = cli_runtime()?;
+    let (rt, stop) = harness::interrupt::clock_runtime(args.clock)?;
     let opts = RunOptions {
         out_dir: args.out,
+        clock: args.clock,
         ..RunOptions::default()
     };
     let outcome = rt
@@ -502,6 +557,15 @@ fn print_summary(o: &runner::RunOutcome, quiet: bool) {
         if !quiet || v.verdict.is_bad() {
             eprintln!("{:>12}  {}", "", v.verdict.explanation());
         }
+    }
+    if let Some(t) = &o.run.timing {
+        eprintln!(
+            "clock: {}, {:.1} s of it in {:.1} s of wall time ({:.1}x)",
+            o.run.clock.name(),
+            t.clock_s,
+            t.wall_s,
+            t.ratio()
+        );
     }
     if let Some(ctx) = &o.run.campaign_context {
         for line in ctx.place(a) {

@@ -213,18 +213,14 @@ async fn ask(admin: Option<&AdminApi>, docs: &[DocumentRef]) -> Asked {
         documents: docs.to_vec(),
     };
     let sent = a
-        .client
-        .post(format!("{}{WORK_PATH}", a.base_url))
-        .bearer_auth(&a.token)
-        .json(&q)
-        .timeout(Duration::from_secs(2))
-        .send()
+        .system
+        .post_admin(WORK_PATH, &a.token, &q, Duration::from_secs(2))
         .await;
     match sent {
-        Ok(r) if r.status() == reqwest::StatusCode::NOT_FOUND => {
+        Ok(r) if r.status == reqwest::StatusCode::NOT_FOUND => {
             Asked::CannotTell(format!("the target does not answer {WORK_PATH}"))
         }
-        Ok(r) if r.status().is_success() => match r.json::<WorkInProgress>().await {
+        Ok(r) if r.status.is_success() => match serde_json::from_slice::<WorkInProgress>(&r.body) {
             Ok(w) if w.first_time_pages == 0 => Asked::Done(w),
             Ok(w) => Asked::Holding(w),
             Err(_) => Asked::Failed,
@@ -298,9 +294,12 @@ pub async fn watch(
         if open.iter().all(|o| o.ended.is_some()) {
             break;
         }
+        // The end first; biased: an unbiased select! draws its first branch
+        // from the runtime's random seed, which a virtual run cannot replay.
         tokio::select! {
-            _ = tokio::time::sleep(POLL) => {}
+            biased;
             _ = &mut done => break,
+            _ = tokio::time::sleep(POLL) => {}
         }
     }
     open.into_iter().map(span).collect()

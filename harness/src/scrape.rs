@@ -256,27 +256,24 @@ pub fn gpu_pacing(totals: &BTreeMap<String, f64>) -> run_report::GpuPacing {
 
 /// Why a scrape of `/metrics` got no reading.
 #[derive(Debug, thiserror::Error)]
-pub enum ScrapeError {
+pub(crate) enum ScrapeError {
     /// No answer (refused, timed out) or a body that could not be read.
     #[error("{0}")]
-    Request(reqwest::Error),
+    Request(#[from] crate::system_client::RequestError),
     /// An answer that is not a success.
     #[error("/metrics answered {0}")]
     Status(reqwest::StatusCode),
 }
 
 /// Scrapes once, bounded in time.
-pub async fn scrape(client: &reqwest::Client, base_url: &str) -> Result<Scrape, ScrapeError> {
-    let r = client
-        .get(format!("{base_url}/metrics"))
-        .timeout(Duration::from_secs(2))
-        .send()
-        .await
-        .map_err(ScrapeError::Request)?;
-    if !r.status().is_success() {
-        return Err(ScrapeError::Status(r.status()));
+pub(crate) async fn scrape(
+    client: &crate::system_client::SystemClient,
+) -> Result<Scrape, ScrapeError> {
+    let r = client.get("/metrics", Duration::from_secs(2)).await?;
+    if !r.status.is_success() {
+        return Err(ScrapeError::Status(r.status));
     }
-    Ok(parse(&r.text().await.map_err(ScrapeError::Request)?))
+    Ok(parse(&String::from_utf8_lossy(&r.body)))
 }
 
 #[cfg(test)]

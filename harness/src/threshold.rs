@@ -17,7 +17,7 @@ use crate::axis::{parse_span, Scale};
 use crate::budget::words;
 use crate::exit::{CliError, Finished};
 use crate::experiment::{self, Experiment};
-use crate::interrupt::{cli_runtime, StopSignal};
+use crate::interrupt::StopSignal;
 use crate::run_id::RunFolder;
 use crate::runner::{self, RunOptions};
 use crate::tree::{parse_sets, set_path, to_yaml, with_sets, Source};
@@ -58,6 +58,13 @@ pub struct ThresholdArgs {
     pub full: bool,
     #[command(flatten)]
     pub plan: crate::budget::PlanArgs,
+    /// Every probe's runs on this clock (`--clock virtual`: many seeds per
+    /// probe for the price of a few).
+    #[arg(long, value_enum, default_value = "real")]
+    pub clock: crate::clock::ClockKind,
+    /// With --clock virtual: leave the file's `alerts:` out, as for a run.
+    #[arg(long)]
+    pub without_alerts: bool,
 }
 
 /// A validated search.
@@ -76,6 +83,9 @@ pub struct Search {
     pub variants: Vec<String>,
     /// Of one variant run (duration + drain + start-up), the longest of the probes.
     pub per_run: Duration,
+    /// The probes' clock, and whether they leave `alerts:` out.
+    pub clock: crate::clock::ClockKind,
+    pub without_alerts: bool,
 }
 
 impl Search {
@@ -94,6 +104,9 @@ impl Search {
         let mut e = experiment::parse(&to_yaml(&t)?, &label, self.quick)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         e.seed = seed;
+        if self.without_alerts {
+            e.leave_out_alerts(crate::clock::WITHOUT_ALERTS);
+        }
         Ok(e)
     }
 
@@ -111,7 +124,13 @@ impl Search {
 
     /// The estimate stated before anything runs: every variant at its most probes.
     pub fn estimate(&self) -> Duration {
-        self.per_run * self.max_probes() * self.seeds.len() as u32 * self.variants.len() as u32
+        let all =
+            self.per_run * self.max_probes() * self.seeds.len() as u32 * self.variants.len() as u32;
+        match self.clock {
+            crate::clock::ClockKind::Real => all,
+            // At least 10x faster, even in a debug build (BENCHMARKS.md).
+            crate::clock::ClockKind::Virtual => all / 10,
+        }
     }
 }
 
@@ -132,6 +151,12 @@ pub fn plan(a: &ThresholdArgs) -> anyhow::Result<Search> {
         }
     }
     let variants = src.variants(a.variant.as_deref());
+    if a.without_alerts && !a.clock.is_virtual() {
+        anyhow::bail!("--without-alerts is for --clock virtual only");
+    }
+    if a.clock.is_virtual() {
+        experiment::check_virtual_clock(&src.base.source, &src.file, a.without_alerts)?;
+    }
     let Source { file, base, tree } = src;
     if variants.is_empty() {
         anyhow::bail!(
@@ -158,6 +183,8 @@ pub fn plan(a: &ThresholdArgs) -> anyhow::Result<Search> {
             .collect(),
         variants,
         per_run: Duration::ZERO,
+        clock: a.clock,
+        without_alerts: a.without_alerts,
     };
     search.per_run = search.longest_run(base_seed)?;
     Ok(search)
@@ -225,6 +252,7 @@ async fn probe(
             out_dir: out,
             quiet: true,
             variant: Some(variant.to_string()),
+            clock: s.clock,
             ..RunOptions::default()
         };
         let o = runner::run(&e, &opts, stop.clone()).await?;
@@ -362,7 +390,7 @@ pub fn cli(args: ThresholdArgs) -> Result<Finished, CliError> {
     .map_err(CliError::new)?;
     let folder = RunFolder::now(&args.plan.out, &format!("{}-threshold", s.name), s.seeds[0]);
     let dir = &folder.dir;
-    let (rt, stop) = cli_runtime()?;
+    let (rt, stop) = crate::interrupt::clock_runtime(s.clock)?;
     let started = Instant::now();
     let mut variants = Vec::new();
     for v in &s.variants {
@@ -436,6 +464,8 @@ mod tests {
                 out: "reports".into(),
                 seed: Some(1),
             },
+            clock: crate::clock::ClockKind::Real,
+            without_alerts: false,
         }
     }
 

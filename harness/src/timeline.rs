@@ -30,8 +30,8 @@ use tokio::time::Instant;
 /// Where admin commands go.
 #[derive(Clone)]
 pub struct AdminApi {
-    pub client: reqwest::Client,
-    pub base_url: String,
+    /// The system's control plane (HTTP, or in process in virtual time).
+    pub system: crate::system_client::SystemClient,
     pub token: String,
     /// The zones' containers (containers environment only).
     pub containers: Option<Arc<crate::containers::ZoneContainers>>,
@@ -42,7 +42,7 @@ pub struct AdminApi {
 pub enum AdminError {
     /// No connection, or no answer in time.
     #[error("admin API unreachable: {0}")]
-    Unreachable(reqwest::Error),
+    Unreachable(crate::system_client::RequestError),
     /// The admin API refused the command; `body` is its answer, trimmed.
     #[error("admin API answered {status}: {body}")]
     Refused {
@@ -81,16 +81,12 @@ impl AdminApi {
             }
         }
         let r = self
-            .client
-            .post(format!("{}/admin/command", self.base_url))
-            .bearer_auth(&self.token)
-            .json(cmd)
-            .timeout(Duration::from_secs(5))
-            .send()
+            .system
+            .post_admin("/admin/command", &self.token, cmd, Duration::from_secs(5))
             .await
             .map_err(AdminError::Unreachable)?;
-        let status = r.status();
-        let body = r.text().await.unwrap_or_default();
+        let status = r.status;
+        let body = String::from_utf8_lossy(&r.body).into_owned();
         if !status.is_success() {
             return Err(AdminError::Refused {
                 status,

@@ -10,6 +10,7 @@
 //! in-process backend keeps at most `capacity` entries.
 
 use crate::config::{CacheConfig, OnFull};
+use crate::entropy::Entropy;
 use async_trait::async_trait;
 use rand::Rng;
 use serde::Serialize;
@@ -76,6 +77,8 @@ pub struct MemoryCache {
     stored: AtomicU64,
     lost: AtomicU64,
     errors: AtomicU64,
+    /// The draws of `ack_and_drop` and a partial flush.
+    entropy: Entropy,
 }
 
 struct MemState {
@@ -103,7 +106,14 @@ impl MemoryCache {
             stored: AtomicU64::new(0),
             lost: AtomicU64::new(0),
             errors: AtomicU64::new(0),
+            entropy: Entropy::default(),
         }
+    }
+
+    /// Its draws from `entropy` instead of the thread's generator.
+    pub(crate) fn with_entropy(mut self, entropy: Entropy) -> Self {
+        self.entropy = entropy;
+        self
     }
 
     fn insert_locked(st: &mut MemState, doc: u64, digest: u64) {
@@ -155,11 +165,11 @@ impl ResultCache for MemoryCache {
         match st.on_full {
             OnFull::AckAndDrop => {
                 self.acked.fetch_add(1, Ordering::Relaxed);
-                if rand::rng().random_bool(self.drop_ratio) {
+                if self.entropy.with(|r| r.random_bool(self.drop_ratio)) {
                     self.lost.fetch_add(1, Ordering::Relaxed);
                 } else {
                     // Stored by displacing a random entry, as an evicting store at its limit does.
-                    let i = rand::rng().random_range(0..st.order.len());
+                    let i = self.entropy.with(|r| r.random_range(0..st.order.len()));
                     if let Some(victim) = st.order.swap_remove_back(i) {
                         st.map.remove(&victim);
                     }
@@ -203,9 +213,8 @@ impl ResultCache for MemoryCache {
             return Ok(n as u64);
         }
         let drop = ((n as f64) * share.max(0.0)).round() as usize;
-        let mut rng = rand::rng();
         for _ in 0..drop {
-            let i = rng.random_range(0..st.order.len());
+            let i = self.entropy.with(|r| r.random_range(0..st.order.len()));
             if let Some(victim) = st.order.swap_remove_back(i) {
                 st.map.remove(&victim);
             }

@@ -10,6 +10,7 @@
 
 use crate::api::{RejectReason, Reply};
 use crate::config::GatewayConfig;
+use crate::entropy::Entropy;
 use crate::metrics::{Counter, DistinctCounter};
 use crate::router::ZoneRouter;
 use crate::zone_pool::ZonePool;
@@ -51,6 +52,14 @@ pub struct Gateway {
     retry: RwLock<Arc<RetryPolicy>>,
     cfg: GatewayConfig,
     pub metrics: GatewayMetrics,
+    /// The retry policy's draws (jitter, throttling).
+    entropy: Entropy,
+}
+
+/// Now on tokio's clock (the virtual one when time is paused), as the
+/// retry policies' `std::time::Instant`.
+fn now() -> std::time::Instant {
+    tokio::time::Instant::now().into_std()
 }
 
 /// The gateway's answer, with the zone that produced it.
@@ -60,8 +69,14 @@ pub struct GatewayReply {
 }
 
 impl Gateway {
-    pub fn new(pools: Vec<ZonePool>, router: ZoneRouter, cfg: GatewayConfig) -> Self {
+    pub(crate) fn new(
+        pools: Vec<ZonePool>,
+        router: ZoneRouter,
+        cfg: GatewayConfig,
+        entropy: Entropy,
+    ) -> Self {
         Gateway {
+            entropy,
             pools,
             router,
             retry: RwLock::new(Arc::new(RetryPolicy::new(cfg.retry.clone()))),
@@ -96,7 +111,10 @@ impl Gateway {
         let policy = self.retry.read().expect("retry lock").clone();
         // Counts the request for ratio budgets and adaptive throttling; a
         // locally throttled request is refused without reaching any pool.
-        if !policy.admit_request(std::time::Instant::now(), &mut rand::rng()) {
+        if !self
+            .entropy
+            .with(|mut r| policy.admit_request(now(), &mut r))
+        {
             m.rejected.inc();
             let reply = Reply::Overloaded {
                 retry_after: self.cfg.fallback_retry_after,
@@ -129,8 +147,8 @@ impl Gateway {
             let failure = match &reply {
                 Reply::Ok { .. } => {
                     match last_failure {
-                        Some(f) => policy.on_retry_success(f, std::time::Instant::now()),
-                        None => policy.on_success(std::time::Instant::now()),
+                        Some(f) => policy.on_retry_success(f, now()),
+                        None => policy.on_success(now()),
                     }
                     m.ok.inc();
                     return self.answer(reply, zone);
@@ -141,12 +159,9 @@ impl Gateway {
                 Reply::Deadline => Failure::Timeout,
             };
             last_failure = Some(failure);
-            let decision = policy.on_failure(
-                attempt,
-                failure,
-                std::time::Instant::now(),
-                &mut rand::rng(),
-            );
+            let decision = self
+                .entropy
+                .with(|mut r| policy.on_failure(attempt, failure, now(), &mut r));
             match decision {
                 Decision::Retry { after } => {
                     tokio::time::sleep(after).await;

@@ -17,6 +17,7 @@ pub(crate) mod admission;
 mod api;
 pub(crate) mod cache;
 pub mod config;
+mod entropy;
 mod exposition;
 pub(crate) mod failure_cache;
 pub(crate) mod gateway;

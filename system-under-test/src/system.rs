@@ -14,6 +14,7 @@
 use crate::admin::{AdminCommand, AdminError, WorkInProgress, WorkQuery};
 use crate::cache::{MemoryCache, ResultCache};
 use crate::config::{CacheBackend, SystemConfig};
+use crate::entropy::Entropy;
 use crate::failure_cache::FailureCache;
 use crate::gateway::Gateway;
 use crate::pool::Pool;
@@ -21,7 +22,9 @@ use crate::remote_pool::RemotePool;
 use crate::role::Role;
 use crate::router::ZoneRouter;
 use crate::zone_pool::ZonePool;
-use gpu_executor::{select_executor, ExecutorInfo, ExecutorKind, GpuScheduler, PageExecutor};
+use gpu_executor::{
+    select_executor, Compute, ExecutorInfo, ExecutorKind, GpuScheduler, PageExecutor,
+};
 use std::sync::Arc;
 
 pub struct System {
@@ -46,6 +49,11 @@ pub struct System {
 pub struct StartOptions {
     pub role: Role,
     pub admin_from_any_peer: bool,
+    /// `Some(seed)`: the system runs on a virtual (paused) tokio clock and
+    /// must replay exactly: every random draw comes from this seed and the
+    /// GPU's batches are computed in line, on the scheduler's own task,
+    /// never on another thread while the clock advances. `None`: real time.
+    pub deterministic: Option<u64>,
 }
 
 /// Why the system could not start.
@@ -84,6 +92,7 @@ impl System {
         executor: Option<Arc<dyn PageExecutor>>,
     ) -> Result<Arc<System>, StartError> {
         config.validate()?;
+        let entropy = opts.deterministic.map(Entropy::seeded).unwrap_or_default();
         opts.role.check(&config.zones).map_err(StartError::Role)?;
         let (cache, executor, pools) = match &opts.role {
             Role::Gateway { pools } => {
@@ -112,9 +121,14 @@ impl System {
                     Some(e) => e,
                     None => select_executor(config.executor)?,
                 };
-                let cache = Self::open_cache(&config).await?;
+                let cache = Self::open_cache(&config, &entropy).await?;
+                let compute = match opts.deterministic {
+                    Some(_) => Compute::Inline,
+                    None => Compute::Blocking,
+                };
                 let local = |zone: &String| {
-                    let gpu = GpuScheduler::start(config.gpu.clone(), executor.clone());
+                    let gpu =
+                        GpuScheduler::start_with(config.gpu.clone(), executor.clone(), compute);
                     ZonePool::Local(Pool::new(
                         zone.clone(),
                         config.pool.clone(),
@@ -122,6 +136,7 @@ impl System {
                         cache.clone(),
                         FailureCache::new(config.failure_cache.ttl, config.failure_cache.capacity),
                         gpu,
+                        entropy.clone(),
                     ))
                 };
                 let pools: Vec<ZonePool> = match role {
@@ -133,7 +148,7 @@ impl System {
         };
         let names: Vec<String> = pools.iter().map(|p| p.zone().to_string()).collect();
         let router = ZoneRouter::new(config.router.clone(), &names);
-        let gateway = Gateway::new(pools, router, config.gateway.clone());
+        let gateway = Gateway::new(pools, router, config.gateway.clone(), entropy);
         Ok(Arc::new(System {
             jobs: crate::jobs::JobTable::new(&config.jobs),
             jobs_submitted: Default::default(),
@@ -147,9 +162,14 @@ impl System {
         }))
     }
 
-    async fn open_cache(config: &SystemConfig) -> Result<Arc<dyn ResultCache>, StartError> {
+    async fn open_cache(
+        config: &SystemConfig,
+        entropy: &Entropy,
+    ) -> Result<Arc<dyn ResultCache>, StartError> {
         Ok(match &config.cache.backend {
-            CacheBackend::Memory => Arc::new(MemoryCache::new(&config.cache)),
+            CacheBackend::Memory => {
+                Arc::new(MemoryCache::new(&config.cache).with_entropy(entropy.clone()))
+            }
             CacheBackend::Redis(r) => {
                 let url = r.url.as_deref().ok_or_else(|| {
                     StartError::Cache(

@@ -27,6 +27,7 @@ async fn serve(role: Role) -> String {
     let opts = StartOptions {
         role,
         admin_from_any_peer: false,
+        deterministic: None,
     };
     let sys = System::start_with(config(), opts, Some(Arc::new(CpuExecutor::new())))
         .await
@@ -232,6 +233,7 @@ fn a_gateway_needs_every_zone() {
                     pools: vec![("az1".into(), "http://127.0.0.1:1".into())],
                 },
                 admin_from_any_peer: false,
+                deterministic: None,
             },
             None,
         ))

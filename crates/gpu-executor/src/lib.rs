@@ -24,8 +24,8 @@ pub use executor::{ExecutorChoice, ExecutorInfo, ExecutorKind, PageExecutor};
 pub use page::{document_digest, reference_document, reference_page, PageSpec};
 pub use runtime_dir::ensure_runtime_dir;
 pub use scheduler::{
-    DocumentWork, GpuScheduler, JobHandle, PageResult, QueueFull, QueueFullAfter, SchedulerConfig,
-    SchedulerStats, SchedulingPolicy,
+    Compute, DocumentWork, GpuScheduler, JobHandle, PageResult, QueueFull, QueueFullAfter,
+    SchedulerConfig, SchedulerStats, SchedulingPolicy,
 };
 pub use select::{select_executor, select_executor_with};
 pub use wgpu_exec::WgpuExecutor;

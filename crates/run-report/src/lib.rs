@@ -33,6 +33,7 @@ mod latency_counts;
 mod metrics;
 mod model;
 mod series;
+mod sha256;
 pub mod stats;
 mod summary;
 pub mod sweep;
@@ -62,5 +63,6 @@ pub use metrics::{
     UnknownMetric,
 };
 pub use model::*;
-pub use summary::{summary_json, SCHEMA_VERSION};
+pub use sha256::sha256_hex;
+pub use summary::{run_json, summary_json, SCHEMA_VERSION};
 pub use write::{read_run, write_files, write_report, REPORT_FILES};

@@ -45,6 +45,53 @@ pub struct RunData {
     /// The experiment's last recorded campaign, to place this run in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub campaign_context: Option<crate::campaign::context::CampaignContext>,
+    /// The clock the run ran on (`--clock`); absent in run.json: real.
+    #[serde(default, skip_serializing_if = "RunClock::is_real")]
+    pub clock: RunClock,
+    /// How long the run took on the wall clock and on its own. Never in
+    /// run.json: a virtual run must replay byte for byte, and the wall time
+    /// differs each time; the live run's summary and page show it.
+    #[serde(skip)]
+    pub timing: Option<RunTiming>,
+}
+
+/// The clock a run ran on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunClock {
+    /// Wall-clock time.
+    #[default]
+    Real,
+    /// tokio's paused clock, advanced to the next timer whenever every task
+    /// is idle: deterministic, as fast as the CPU allows.
+    Virtual,
+}
+
+impl RunClock {
+    pub fn is_real(&self) -> bool {
+        *self == RunClock::Real
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RunClock::Real => "real",
+            RunClock::Virtual => "virtual",
+        }
+    }
+}
+
+/// A run's duration on the wall clock and on the clock it ran on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunTiming {
+    pub wall_s: f64,
+    pub clock_s: f64,
+}
+
+impl RunTiming {
+    /// Seconds on the run's clock per wall-clock second (1 in real time).
+    pub fn ratio(&self) -> f64 {
+        self.clock_s / self.wall_s.max(1e-9)
+    }
 }
 
 /// What ran and where.

@@ -7,6 +7,9 @@
 //!   "schema_version": 4, "run_schema": u32 (run.json's, see RUN_SCHEMA),
 //!   "experiment": str, "description": str, "run_id": str, "started_at": str (RFC 3339),
 //!   "seed": u64, "quick": bool,
+//!   "clock": { "kind": "real" | "virtual", and for a live run: "wall_s", "clock_s",
+//!              "clock_to_wall" (seconds of its clock per wall second) },
+//!   "run_json_sha256": str (hex digest of run.json: a virtual run replays byte for byte),
 //!   "environment": { kind, gpu_adapter, gpu_fallback, gpu_fallback_reason, calibrated_pages_per_sec,
 //!                    calibrated_docs_per_sec, harness_version, hostname, cpus, extra },
 //!   "analysis_config": { wave_threshold, wave_merge_gap_s, wave_min_duration_s, recovery_factor,
@@ -192,5 +195,23 @@ pub fn summary_json(run: &RunData, analysis: &Analysis) -> Value {
         "expectations": expectations,
         "fidelity": analysis.fidelity,
         "all_passed": analysis.all_passed,
+        "clock": clock(run),
+        "run_json_sha256": crate::sha256::sha256_hex(run_json(run).as_bytes()),
     })
+}
+
+/// run.json's text, as `write_report` writes it.
+pub fn run_json(run: &RunData) -> String {
+    serde_json::to_string(run).expect("a run serialises") + "\n"
+}
+
+/// Which clock ran, and (for the live run) its time against the wall's.
+fn clock(run: &RunData) -> Value {
+    let mut c = json!({ "kind": run.clock.name() });
+    if let Some(t) = &run.timing {
+        c["wall_s"] = json!(t.wall_s);
+        c["clock_s"] = json!(t.clock_s);
+        c["clock_to_wall"] = json!(t.ratio());
+    }
+    c
 }

@@ -131,7 +131,7 @@ pub fn write_report(
     let html = render_html(run, analysis, &charts);
     let csv = timeseries_csv(run, analysis);
     let junit = junit_xml(run, analysis);
-    let recorded = serde_json::to_string(run)? + "\n";
+    let recorded = crate::summary::run_json(run);
     let contents: [&[u8]; 9] = [
         charts.waves_svg.as_bytes(),
         &charts.waves_png,

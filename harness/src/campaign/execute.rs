@@ -196,6 +196,12 @@ fn spawn(plan: &Plan, job: &Job, retry: bool) -> Result<Running, String> {
     if let Some(n) = plan.agents {
         cmd.args(["--agents", &n.to_string()]);
     }
+    if plan.clock.is_virtual() {
+        cmd.args(["--clock", plan.clock.name()]);
+    }
+    if plan.without_alerts {
+        cmd.arg("--without-alerts");
+    }
     // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
     unsafe {
         cmd.pre_exec(|| {

@@ -212,5 +212,8 @@ fn merged_plan(experiment: String, quick: bool, runs: &[CampaignRun]) -> Campaig
         wall_s: 0.0,
         interrupted: false,
         commit: None,
+        // Each run's own summary.json says which clock it ran on.
+        clock: run_report::RunClock::Real,
+        modeled_s: 0.0,
     }
 }

@@ -38,6 +38,13 @@ pub struct CampaignArgs {
     /// does.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
     pub agents: Option<u32>,
+    /// Every run on this clock (as `harness FILE --clock virtual`).
+    #[arg(long, value_enum, default_value = "real")]
+    pub clock: crate::clock::ClockKind,
+    /// With --clock virtual: every run leaves the file's `alerts:` out (as
+    /// `harness FILE --without-alerts`).
+    #[arg(long)]
+    pub without_alerts: bool,
     /// Refuse plans estimated to take longer than this.
     #[arg(long, default_value = "60m")]
     pub budget: humantime::Duration,
@@ -85,6 +92,14 @@ struct Saved {
     variants: Vec<String>,
     #[serde(default)]
     agents: Option<u32>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    virtual_clock: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    without_alerts: bool,
+}
+
+fn is_false(flag: &bool) -> bool {
+    !flag
 }
 
 /// A validated campaign, ready to run.
@@ -97,6 +112,10 @@ pub(crate) struct Plan {
     pub parallel: usize,
     /// Load agents per run (`--agents`).
     pub agents: Option<u32>,
+    /// The runs' clock (`--clock`).
+    pub clock: crate::clock::ClockKind,
+    /// The runs leave the file's `alerts:` out (`--without-alerts`).
+    pub without_alerts: bool,
     /// The campaign's folder.
     pub dir: PathBuf,
     /// The commit of the source at the start (`super::source_commit`),
@@ -125,7 +144,35 @@ impl Plan {
             (None, None) => return Err(CliError::Line("usage: harness campaign <EXPERIMENT.yaml> [--seeds 1..10] | harness campaign merge DIR...".into())),
         };
         let quick = saved.as_ref().map_or(args.quick, |s| s.quick);
-        let exp = experiment::load(&file, quick).map_err(CliError::new)?;
+        let mut exp = experiment::load(&file, quick).map_err(CliError::new)?;
+        let without_alerts = saved
+            .as_ref()
+            .map_or(args.without_alerts, |s| s.without_alerts);
+        let clock = match &saved {
+            Some(s) if s.virtual_clock => crate::clock::ClockKind::Virtual,
+            Some(_) => crate::clock::ClockKind::Real,
+            None => args.clock,
+        };
+        if clock.is_virtual() {
+            let agents = saved.as_ref().map_or(args.agents, |s| s.agents).is_some();
+            if let Some(why) = crate::clock::refuse_flags(agents, false, false) {
+                return Err(CliError::new(why));
+            }
+            experiment::check_virtual_clock(
+                &exp.source,
+                &file.display().to_string(),
+                without_alerts,
+            )
+            .map_err(CliError::new)?;
+        }
+        if without_alerts {
+            if !clock.is_virtual() {
+                return Err(CliError::new(
+                    "--without-alerts is for --clock virtual only",
+                ));
+            }
+            exp.leave_out_alerts(crate::clock::WITHOUT_ALERTS);
+        }
         // What every run would fail on is said once, before any runs.
         if let Some(a) = &exp.alerts {
             crate::prometheus::check_installed().map_err(CliError::new)?;
@@ -156,6 +203,8 @@ impl Plan {
             file,
             repeats: saved.as_ref().map_or(args.repeat, |s| s.repeats),
             agents: saved.as_ref().map_or(args.agents, |s| s.agents),
+            clock,
+            without_alerts,
             parallel: args.parallel.map_or_else(default_parallel, |n| n as usize),
             exp,
             seeds,
@@ -178,6 +227,8 @@ impl Plan {
             repeats: self.repeats,
             variants: self.variants.clone(),
             agents: self.agents,
+            virtual_clock: self.clock.is_virtual(),
+            without_alerts: self.without_alerts,
         };
         let json = serde_json::to_vec_pretty(&saved).map_err(CliError::new)?;
         run_report::write_files(&self.dir, &[("plan.json", &json)])
@@ -203,10 +254,26 @@ impl Plan {
     }
 
     /// One run's wall time: the load, its drain, the start and the report.
+    /// In virtual time, a tenth of that plus the start (at least 10x
+    /// faster even in a debug build: BENCHMARKS.md).
     pub fn per_run(&self) -> Duration {
-        self.exp.duration
-            + crate::load::drain_time(Duration::from_secs(1), 4)
-            + Duration::from_secs(6)
+        let modeled = self.exp.duration + crate::load::drain_time(Duration::from_secs(1), 4);
+        match self.clock {
+            crate::clock::ClockKind::Real => modeled + Duration::from_secs(6),
+            crate::clock::ClockKind::Virtual => modeled / 10 + Duration::from_secs(2),
+        }
+    }
+
+    /// The modeled time of every run: its load and its clients' drain.
+    fn modeled(&self) -> Duration {
+        self.jobs()
+            .iter()
+            .filter_map(|j| self.exp.variants.iter().find(|v| v.name == j.variant))
+            .map(|v| {
+                let (timeout, attempts) = v.client.slowest();
+                self.exp.duration + crate::load::drain_time(timeout, attempts)
+            })
+            .sum()
     }
 
     pub fn estimate(&self) -> Duration {
@@ -251,6 +318,8 @@ impl Plan {
             wall_s: wall.as_secs_f64(),
             interrupted,
             commit: self.commit.clone(),
+            clock: self.clock.recorded(),
+            modeled_s: self.modeled().as_secs_f64(),
         };
         let runs: Vec<CampaignRun> = done.runs;
         CampaignSummary::build(plan, &self.exp.campaign, runs)

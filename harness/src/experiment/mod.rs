@@ -13,7 +13,8 @@ mod validate;
 
 pub use raw::PageDistribution;
 pub use validate::{
-    load, load_forms, parse, parse_forms, parse_seeds, seed_at_index, ExperimentError, MAX_RATE,
+    check_virtual_clock, load, load_forms, parse, parse_forms, parse_seeds, seed_at_index,
+    ExperimentError, MAX_RATE,
 };
 pub(crate) use validate::{proxy_binary, which};
 
@@ -41,6 +42,9 @@ pub struct Experiment {
     pub incident: Vec<IncidentFigure>,
     /// `alerts:` rule files a real Prometheus evaluates on every variant.
     pub alerts: Option<Alerts>,
+    /// Why the file's `alerts:` were left out of this run (`--without-alerts`
+    /// in virtual time); its alert metrics then read n/a, never 0.
+    pub alerts_left_out: Option<String>,
     /// `campaign:` defaults and what must hold over runs.
     pub campaign: run_report::campaign::CampaignSpec,
     /// The file's text, for the report.
@@ -507,6 +511,14 @@ impl Experiment {
                 .variants
                 .iter()
                 .any(|v| v.system.gateway.proxy.is_some())
+    }
+
+    /// Leaves the file's `alerts:` out of the run, saying `why`: the alert
+    /// metrics read n/a (an expectation on them fails as not measured).
+    pub fn leave_out_alerts(&mut self, why: &str) {
+        if self.alerts.take().is_some() {
+            self.alerts_left_out = Some(why.to_string());
+        }
     }
 
     /// Executor preference of the first variant (one device serves every variant).

@@ -9,6 +9,7 @@
 //! `variant.rs` runs one variant in phases, `sampler.rs` reads its seconds,
 //! `agents.rs` starts and drives its load agents.
 
+use crate::clock::ClockKind;
 use crate::environment::{self};
 use crate::experiment::{Experiment, TimelineOp, Variant};
 use crate::interrupt::StopSignal;
@@ -41,6 +42,9 @@ pub struct RunOptions {
     pub deployed: Option<String>,
     /// The experiment's last recorded campaign, to place the run in.
     pub context: Option<run_report::campaign::context::CampaignContext>,
+    /// Real or virtual time (`clock.rs`); the caller runs [`run`] on the
+    /// runtime [`ClockKind::runtime`] builds.
+    pub clock: ClockKind,
 }
 
 /// How the load agents of every variant come to be.
@@ -76,20 +80,31 @@ pub async fn run(
     stop: Arc<StopSignal>,
 ) -> anyhow::Result<RunOutcome> {
     let started_at = chrono::Utc::now();
+    let span = crate::clock::Span::start();
     // Before anything runs: the rules must load, and Prometheus be installed.
     if let Some(a) = &exp.alerts {
         crate::prometheus::check_rules(a)?;
     }
-    let executor = environment::executor(exp)?;
-    let capacity = environment::calibrate(exp, executor.as_deref())?;
-    let facts = environment_facts(exp, executor.as_deref(), capacity);
+    let (executor, capacity) = match opts.clock {
+        ClockKind::Real => {
+            let executor = environment::executor(exp)?;
+            let capacity = environment::calibrate(exp, executor.as_deref())?;
+            (executor, capacity)
+        }
+        ClockKind::Virtual => (
+            Some(crate::clock::executor()),
+            crate::clock::modeled_capacity(exp),
+        ),
+    };
+    let facts = environment_facts(exp, executor.as_deref(), capacity, opts.clock);
     if !opts.quiet {
         eprintln!(
-            "harness: {} ({}), seed {}, {} per variant; executor: {}; capacity {:.0} pages/s = {:.1} documents/s per pool",
+            "harness: {} ({}), seed {}, {} per variant on the {} clock; executor: {}; capacity {:.0} pages/s = {:.1} documents/s per pool",
             exp.name,
             if exp.quick { "quick" } else { "full" },
             exp.seed,
             humantime::format_duration(exp.duration),
+            opts.clock.name(),
             facts.gpu_adapter,
             capacity.pages_per_sec,
             capacity.docs_per_sec
@@ -118,8 +133,9 @@ pub async fn run(
         runs.push(r);
     }
 
+    // The report's folder is named by the wall clock's start (unique).
     let run_id = crate::run_id::run_id(started_at, exp.seed);
-    let run = run_data(exp, &run_id, started_at, facts, runs, opts.context.clone());
+    let run = recorded(exp, opts, started_at, span, facts, runs);
     let analysis = run_report::analyse(&run);
     let report_dir = opts.out_dir.join(&exp.name).join(&run_id);
     let files = run_report::write_report(&report_dir, &run, &analysis)
@@ -134,13 +150,50 @@ pub async fn run(
     })
 }
 
+/// The recorded run, on its clock: a virtual run records its own clock's
+/// start (the epoch) and run id, so that a replay gives the same run.json;
+/// how long it took on the wall stays out of run.json (`RunData::timing`).
+fn recorded(
+    exp: &Experiment,
+    opts: &RunOptions,
+    started_at: chrono::DateTime<chrono::Utc>,
+    span: crate::clock::Span,
+    facts: EnvironmentFacts,
+    runs: Vec<VariantRun>,
+) -> RunData {
+    let start = match opts.clock {
+        ClockKind::Real => started_at,
+        ClockKind::Virtual => chrono::DateTime::UNIX_EPOCH,
+    };
+    let run_id = crate::run_id::run_id(start, exp.seed);
+    let mut run = run_data(exp, &run_id, start, facts, runs, opts.context.clone());
+    run.clock = opts.clock.recorded();
+    let (wall_s, clock_s) = span.elapsed();
+    run.timing = Some(run_report::RunTiming { wall_s, clock_s });
+    run
+}
+
 /// What the report says about where the run ran.
 fn environment_facts(
     exp: &Experiment,
     executor: Option<&dyn PageExecutor>,
     capacity: Capacity,
+    clock: ClockKind,
 ) -> EnvironmentFacts {
     let info = executor.map(|e| e.info().clone());
+    // A virtual run ran on one thread, and replays the same on any host.
+    let (hostname, cpus) = match clock {
+        ClockKind::Virtual => ("(virtual clock: any host)".to_string(), 1),
+        ClockKind::Real => (
+            std::fs::read_to_string("/etc/hostname")
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+        ),
+    };
     EnvironmentFacts {
         kind: exp.environment.kind().into(),
         gpu_adapter: info
@@ -152,13 +205,8 @@ fn environment_facts(
         calibrated_pages_per_sec: capacity.pages_per_sec,
         calibrated_docs_per_sec: capacity.docs_per_sec,
         harness_version: env!("CARGO_PKG_VERSION").into(),
-        hostname: std::fs::read_to_string("/etc/hostname")
-            .unwrap_or_default()
-            .trim()
-            .to_string(),
-        cpus: std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1),
+        hostname,
+        cpus,
         extra: Default::default(),
     }
 }
@@ -193,6 +241,8 @@ fn run_data(
         variants: runs,
         incident_figures: exp.incident.clone(),
         campaign_context: context,
+        clock: run_report::RunClock::Real,
+        timing: None,
     }
 }
 
@@ -234,7 +284,7 @@ async fn run_variant(
 ) -> anyhow::Result<VariantRun> {
     let target = match &opts.deployed {
         Some(url) => environment::deployed(url, &v.system).await?,
-        None => environment::start(exp, v, executor).await?,
+        None => environment::start(exp, v, executor, opts.clock).await?,
     };
     let result = drive_variant(exp, v, &target, capacity, stop, opts).await;
     target.stop().await;

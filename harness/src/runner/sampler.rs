@@ -16,8 +16,7 @@ use tokio::time::Instant;
 /// system's counters since the previous scrape. Three failed scrapes in a
 /// row stop the run: the system under test stopped answering.
 pub(super) struct Sampler {
-    pub(super) http: reqwest::Client,
-    pub(super) base: String,
+    pub(super) system: crate::system_client::SystemClient,
     pub(super) recorder: Arc<Recorder>,
     pub(super) stop: Arc<StopSignal>,
     pub(super) progress: Progress,
@@ -43,12 +42,15 @@ impl Sampler {
         let mut failures = 0;
         for t in 0..self.total_secs {
             let at = self.start + Duration::from_secs(t as u64 + 1);
+            // biased: an unbiased select! draws its first branch from the
+            // runtime's random seed, which a virtual run cannot replay.
             tokio::select! {
+                biased;
                 _ = tokio::time::sleep_until(at) => {},
                 _ = done.wait_for(|d| *d) => {},
             }
             let mut row = self.row(t);
-            match crate::scrape::scrape(&self.http, &self.base).await {
+            match crate::scrape::scrape(&self.system).await {
                 Ok(now) => {
                     failures = 0;
                     crate::scrape::fill_second(&mut row, &now, &prev);

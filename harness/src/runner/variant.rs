@@ -49,8 +49,10 @@ struct VariantDrive<'a> {
     target: &'a Target,
     capacity: Capacity,
     stop: Arc<StopSignal>,
-    /// Client for the target's /metrics and admin API.
+    /// Client for the target's Prometheus monitor (alerts).
     http: reqwest::Client,
+    /// The target's /metrics and admin API (HTTP, or in process).
+    system: crate::system_client::SystemClient,
     /// The target's base URL.
     base: String,
     /// The seeded documents, planned before the clock starts; taken by the load.
@@ -97,7 +99,8 @@ struct Watchers {
 struct Driven {
     load: anyhow::Result<load::LoadOutcome>,
     agents: Vec<run_report::AgentRecord>,
-    cost: run_report::HarnessCost,
+    /// `None` in virtual time: the wall clock's CPU is not the run's.
+    cost: Option<run_report::HarnessCost>,
 }
 
 /// What teardown collected for [`VariantDrive::assemble`].
@@ -109,7 +112,7 @@ struct Collected {
     alerts: Vec<run_report::AlertHistory>,
     load: load::LoadOutcome,
     agents: Vec<run_report::AgentRecord>,
-    cost: run_report::HarnessCost,
+    cost: Option<run_report::HarnessCost>,
     unmeasured: BTreeMap<run_report::Metric, String>,
 }
 
@@ -129,6 +132,7 @@ impl<'a> VariantDrive<'a> {
             .build()
             .context("building the HTTP client")?;
         let base = target.base_url.clone();
+        let system = target.control(&http);
         let docs = plan_documents(exp, capacity);
         let coordinator = match &opts.agents {
             Some(a) => Some(join_agents(exp, a, target).await?),
@@ -145,6 +149,7 @@ impl<'a> VariantDrive<'a> {
             capacity,
             stop,
             http,
+            system,
             base,
             docs,
             coordinator,
@@ -166,14 +171,12 @@ impl<'a> VariantDrive<'a> {
         if let Some(m) = &self.monitor {
             m.attach(running.recorder.clone());
         }
-        let baseline = crate::scrape::scrape(&self.http, &self.base)
-            .await
-            .map_err(|e| {
-                anyhow::anyhow!(
-                    "the system under test at {} does not answer /metrics: {e}",
-                    self.base
-                )
-            })?;
+        let baseline = crate::scrape::scrape(&self.system).await.map_err(|e| {
+            anyhow::anyhow!(
+                "the system under test at {} does not answer /metrics: {e}",
+                self.base
+            )
+        })?;
         let unmeasured = unmeasured(&crate::scrape::missing(&baseline), &self.v.name);
         let watchers = self.start_watchers(entries, admin, &running, baseline);
         let driven = self.drive(&running).await;
@@ -187,8 +190,7 @@ impl<'a> VariantDrive<'a> {
     /// no trigger, no duration) were applied, and its admin API.
     async fn set_up_timeline(&self) -> (Vec<TimelineEntry>, Option<AdminApi>) {
         let admin = self.target.admin_token.as_ref().map(|token| AdminApi {
-            client: self.http.clone(),
-            base_url: self.base.clone(),
+            system: self.system.clone(),
             token: token.clone(),
             containers: self.target.zone_containers(),
         });
@@ -256,8 +258,7 @@ impl<'a> VariantDrive<'a> {
             ))
         };
         let sampler = Sampler {
-            http: self.http.clone(),
-            base: self.base.clone(),
+            system: self.system.clone(),
             recorder: r.recorder.clone(),
             stop: self.stop.clone(),
             progress: r.progress.clone(),
@@ -291,6 +292,15 @@ impl<'a> VariantDrive<'a> {
             r.recorder.clone(),
             self.stop.clone(),
         );
+        if let Some(system) = self.target.in_process() {
+            // Virtual time: the load on this runtime; what it cost in CPU
+            // is the wall clock's business, not the run's.
+            return Driven {
+                load: load::drive_in_process(plan, system.clone()).await,
+                agents: Vec::new(),
+                cost: None,
+            };
+        }
         let meter = crate::cost::CostMeter::start(self.target);
         let driven = match self.coordinator.as_mut() {
             None => {
@@ -298,7 +308,7 @@ impl<'a> VariantDrive<'a> {
                 Driven {
                     load,
                     agents: Vec::new(),
-                    cost,
+                    cost: Some(cost),
                 }
             }
             Some(c) => {
@@ -309,11 +319,13 @@ impl<'a> VariantDrive<'a> {
                 Driven {
                     load: Ok(outcome),
                     agents,
-                    cost,
+                    cost: Some(cost),
                 }
             }
         };
-        crate::cost::warn(&self.v.name, &driven.cost);
+        if let Some(cost) = &driven.cost {
+            crate::cost::warn(&self.v.name, cost);
+        }
         driven
     }
 
@@ -352,7 +364,7 @@ impl<'a> VariantDrive<'a> {
             last,
             triggers,
             alerts,
-            load: driven.load.context("driving the load with goose")?,
+            load: driven.load.context("driving the load")?,
             agents: driven.agents,
             cost: driven.cost,
             unmeasured,
@@ -367,6 +379,11 @@ impl<'a> VariantDrive<'a> {
         unmeasured: &mut BTreeMap<run_report::Metric, String>,
     ) -> Vec<run_report::AlertHistory> {
         let Some(m) = self.monitor.take() else {
+            if let Some(why) = &self.exp.alerts_left_out {
+                for metric in run_report::Metric::ALL.iter().filter(|m| m.needs_alerts()) {
+                    unmeasured.insert(*metric, why.clone());
+                }
+            }
             return Vec::new();
         };
         m.finish(&self.http, wall_start).await.unwrap_or_else(|e| {
@@ -381,8 +398,14 @@ impl<'a> VariantDrive<'a> {
     /// The recorded variant.
     fn assemble(&self, c: Collected, recorder: &Recorder) -> VariantRun {
         let mut totals = crate::scrape::totals(&c.last);
-        totals.insert("goose_requests".into(), c.load.goose_requests as f64);
-        totals.insert("goose_failures".into(), c.load.goose_failures as f64);
+        // goose's own count, as a cross-check; in virtual time goose does
+        // not run and the load path's reports are counted instead.
+        let (requests, failures) = match c.load.counted_by {
+            load::CountedBy::Goose => ("goose_requests", "goose_failures"),
+            load::CountedBy::LoadPath => ("reported_attempts", "reported_failures"),
+        };
+        totals.insert(requests.into(), c.load.goose_requests as f64);
+        totals.insert(failures.into(), c.load.goose_failures as f64);
         totals.insert("journeys".into(), c.load.journeys as f64);
         totals.insert(
             "attempts_cut_off".into(),
@@ -410,7 +433,7 @@ impl<'a> VariantDrive<'a> {
             unmeasured: c.unmeasured,
             alerts: c.alerts,
             agents: c.agents,
-            harness_cost: Some(c.cost),
+            harness_cost: c.cost,
             gpu_pacing: Some(gpu_pacing),
         }
     }

@@ -68,6 +68,7 @@ async fn serve() -> anyhow::Result<()> {
     let opts = StartOptions {
         role,
         admin_from_any_peer: args.admin_from_any_peer,
+        deterministic: None,
     };
     let system = System::start_with(config, opts, None)
         .await

@@ -21,6 +21,7 @@ use crate::admission::{AdmissionError, AdmissionGate};
 use crate::api::{RejectReason, Reply, ResultSource};
 use crate::cache::ResultCache;
 use crate::config::{DeadlineAnswer, DedupMode, PageConfig, PoolConfig};
+use crate::entropy::Entropy;
 use crate::failure_cache::FailureCache;
 use crate::inflight::{InflightEntry, InflightRegistry, Registration, WorkOutcome};
 use crate::metrics::{Counter, Gauge, GaugeGuard, ReasonCounters};
@@ -80,6 +81,8 @@ pub struct Pool {
     outage: std::sync::atomic::AtomicBool,
     /// EWMA of compute time per page (µs), for a duplicate's remaining time.
     page_time_ewma_us: AtomicU64,
+    /// The zone-failure and Retry-After draws.
+    entropy: Entropy,
 }
 
 impl Pool {
@@ -90,6 +93,7 @@ impl Pool {
         cache: Arc<dyn ResultCache>,
         failures: FailureCache,
         gpu: GpuScheduler,
+        entropy: Entropy,
     ) -> Arc<Self> {
         Arc::new(Pool {
             zone,
@@ -104,6 +108,7 @@ impl Pool {
             fail_ratio: Mutex::new(0.0),
             outage: std::sync::atomic::AtomicBool::new(false),
             page_time_ewma_us: AtomicU64::new(0),
+            entropy,
         })
     }
 
@@ -151,7 +156,8 @@ impl Pool {
             slots: self.gate.slots(),
             mean_hold: self.gate.mean_hold(),
         };
-        retry_after::advise(&self.cfg.retry_after, state, &mut rand::rng())
+        self.entropy
+            .with(|mut r| retry_after::advise(&self.cfg.retry_after, state, &mut r))
     }
 
     /// The pool's recent time per page of a document (moving average).
@@ -180,7 +186,7 @@ impl Pool {
             return Reply::Deadline;
         }
         let fail = self.fail_ratio();
-        if fail > 0.0 && rand::rng().random_bool(fail) {
+        if fail > 0.0 && self.entropy.with(|r| r.random_bool(fail)) {
             return self.reject(RejectReason::ZoneFailure, self.overloaded_advice());
         }
         if let Some(remaining) = self.failures.check(doc) {
@@ -410,8 +416,11 @@ impl Pool {
             true
         };
         // An executor error loses pages; the bound keeps the entry (and its
-        // waiters) from living forever.
+        // waiters) from living forever. The work first when both are ready;
+        // biased: an unbiased select! draws its first branch from the
+        // runtime's own random seed, which a virtual run cannot replay.
         tokio::select! {
+            biased;
             r = tokio::time::timeout(COMPUTE_GIVE_UP, collect) => match r {
                 Ok(true) => WorkOutcome::Done(document_digest(&values)),
                 _ => WorkOutcome::Failed,

@@ -39,6 +39,7 @@ fn build_pool(policy: SchedulingPolicy, cfg: PoolConfig, cache: Arc<dyn ResultCa
         cache,
         FailureCache::new(Duration::ZERO, 10),
         gpu,
+        Default::default(),
     )
 }
 

@@ -99,11 +99,25 @@ pub struct DocumentWork {
     pub first_time_pages: u64,
 }
 
+/// Where a batch's pages are computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Compute {
+    /// On tokio's blocking pool, so the GPU's wait never holds up the
+    /// runtime's other tasks (real time).
+    #[default]
+    Blocking,
+    /// On the loop's own task, in line: a run on a paused (virtual) clock
+    /// must never wait on another thread while the clock advances, and the
+    /// CPU reference takes no modeled time there anyway.
+    Inline,
+}
+
 /// State shared by the scheduler handle, job handles and the loop.
 pub(crate) struct Shared {
     state: Mutex<State>,
     notify: Notify,
     executor: Arc<dyn PageExecutor>,
+    compute: Compute,
     page_time: Duration,
     page_queue: usize,
 }
@@ -147,6 +161,15 @@ impl GpuScheduler {
     /// `cfg` should have passed [`SchedulerConfig::validate`]; out-of-range values
     /// are clamped (lanes 0 would stall the GPU, page_queue 0 would refuse everything).
     pub fn start(cfg: SchedulerConfig, executor: Arc<dyn PageExecutor>) -> GpuScheduler {
+        Self::start_with(cfg, executor, Compute::Blocking)
+    }
+
+    /// As [`start`](Self::start), computing batches as `compute` says.
+    pub fn start_with(
+        cfg: SchedulerConfig,
+        executor: Arc<dyn PageExecutor>,
+        compute: Compute,
+    ) -> GpuScheduler {
         if let Err(e) = cfg.validate() {
             tracing::warn!(error = %e, "invalid GPU scheduler config; clamping");
         }
@@ -161,6 +184,7 @@ impl GpuScheduler {
             state: Mutex::new(State::new(&cfg)),
             notify: Notify::new(),
             executor,
+            compute,
             page_time: cfg.page_time,
             page_queue: cfg.page_queue.max(1) as usize,
         });

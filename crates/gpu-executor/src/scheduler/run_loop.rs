@@ -101,12 +101,18 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             .map(|p| (start.saturating_duration_since(p.start), p.modeled));
         let specs: Vec<_> = batch.iter().map(|b| b.spec).collect();
         let executor = shared.executor.clone();
-        let computed = tokio::task::spawn_blocking(move || {
+        let compute = move || {
             let t = Instant::now();
             let r = executor.compute(&specs);
             (r, t.elapsed())
-        })
-        .await;
+        };
+        let computed = match shared.compute {
+            super::Compute::Blocking => tokio::task::spawn_blocking(compute).await,
+            // On a paused clock the batch takes no modeled time: its real
+            // compute is not the GPU's (and would make the run's counters
+            // differ from one replay to the next).
+            super::Compute::Inline => Ok((compute().0, Duration::ZERO)),
+        };
         // The GPU cannot hand out a batch before it was computed.
         let end = start.checked_add(modeled).map(|end| end.max(Clock::now()));
         match end {

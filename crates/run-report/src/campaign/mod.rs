@@ -48,6 +48,13 @@ pub struct CampaignPlan {
     /// asks git; merged runs do not say).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
+    /// The clock its runs ran on (`--clock`).
+    #[serde(default)]
+    pub clock: crate::model::RunClock,
+    /// The modeled time of its runs (each variant's load and drain), to
+    /// set against `wall_s`; 0 when merged from recorded runs.
+    #[serde(default)]
+    pub modeled_s: f64,
 }
 
 /// The whole campaign, judged.

@@ -46,6 +46,8 @@ fn plan() -> CampaignPlan {
         parallel_end: 4,
         estimate_s: 600.0,
         wall_s: 580.0,
+        clock: crate::model::RunClock::Real,
+        modeled_s: 0.0,
         interrupted: false,
         commit: None,
     }

@@ -46,11 +46,14 @@ pub fn campaign_html(c: &CampaignSummary) -> Result<String, ReportError> {
         "merged from recorded runs".to_string()
     } else {
         format!(
-            "{} at once (at the end {}); {} s of wall time, estimated {} s",
+            "{} at once (at the end {}); {} s of wall time, estimated {} s; {} clock, {} s of modeled time ({}x the wall's)",
             p.parallel_start,
             p.parallel_end,
             num(p.wall_s),
-            num(p.estimate_s)
+            num(p.estimate_s),
+            p.clock.name(),
+            num(p.modeled_s),
+            num(p.modeled_s / p.wall_s.max(1e-9))
         )
     };
     let _ = writeln!(

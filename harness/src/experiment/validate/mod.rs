@@ -17,6 +17,8 @@ pub use campaign::{parse_seeds, seed_at_index};
 /// sends, so a typo is caught rather than a run that could never be honest.
 pub const MAX_RATE: f64 = 100_000.0;
 mod client;
+mod clock;
+pub use clock::check_virtual_clock;
 mod expect;
 mod proxy;
 mod sections;
@@ -181,6 +183,7 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
         expectations,
         incident,
         alerts,
+        alerts_left_out: None,
         campaign,
         source: text.to_string(),
         container_images: sections::container_images(&raw),
