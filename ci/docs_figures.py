@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCUMENTS = [ROOT / "experiments" / "README.md"]
+DOCUMENTS = [ROOT / "experiments" / "README.md", ROOT / "experiments" / "real-parts.md"]
 BLOCK = re.compile(
     r"(<!-- figures: (?P<ctx>\S+) -->\n)(?P<body>.*?)(<!-- end figures -->)", re.S
 )

@@ -38,7 +38,10 @@ pub struct ThresholdArgs {
     /// The trigger value to search: `PATH[,PATH..]=LO..HI`, a dotted path of
     /// the YAML tree (numeric segments index lists), e.g.
     /// `quick.timeline.0.duration=0.5s..8s`. Both ends may carry a duration
-    /// unit (ms, s, m); integer ends search whole numbers.
+    /// unit (ms, s, m); integer ends search whole numbers. The second end is
+    /// the severe one: written high to low (`timeline.0.fault.cpu_limit.cpus=1..0.1`)
+    /// the search looks for the largest value that tips, for a trigger that
+    /// grows as its value falls (a CPU quota, a speed factor).
     #[arg(long)]
     pub trigger: String,
     /// Seeds per probe (called by majority).
@@ -74,8 +77,12 @@ pub struct Search {
     tree: Value,
     sets: Vec<(String, Value)>,
     pub paths: Vec<String>,
+    /// The ends in numeric order (`low < high`).
     pub low: f64,
     pub high: f64,
+    /// The trigger grows as the value falls (`--trigger PATH=HI..LO`): the
+    /// severe end is `low`.
+    pub descending: bool,
     pub scale: Scale,
     pub resolution: f64,
     pub quick: bool,
@@ -108,6 +115,15 @@ impl Search {
             e.leave_out_alerts(crate::clock::WITHOUT_ALERTS);
         }
         Ok(e)
+    }
+
+    /// (mild end, severe end): the search probes the severe end first.
+    pub fn ends(&self) -> (f64, f64) {
+        if self.descending {
+            (self.high, self.low)
+        } else {
+            (self.low, self.high)
+        }
     }
 
     /// The most probes one variant can need: both ends, then halving the range
@@ -143,8 +159,10 @@ pub fn plan(a: &ThresholdArgs) -> anyhow::Result<Search> {
         &a.trigger,
         "PATH=LO..HI, e.g. quick.timeline.0.duration=0.5s..8s",
     )?;
-    let (low, high, scale) = parse_span(span).context("--trigger")?;
-    check_search(a, low, high)?;
+    let (first, second, scale) = parse_span(span).context("--trigger")?;
+    check_search(a, first, second)?;
+    let descending = first > second;
+    let (low, high) = (first.min(second), first.max(second));
     if quick && src.tree.pointer("/quick/timeline").is_some() {
         if let Some(p) = paths.iter().find(|p| p.starts_with("timeline.")) {
             anyhow::bail!("{p}: the search runs the quick form, which uses `quick.timeline`; use quick.timeline.… (or --full)");
@@ -175,6 +193,7 @@ pub fn plan(a: &ThresholdArgs) -> anyhow::Result<Search> {
         paths,
         low,
         high,
+        descending,
         scale,
         resolution: a.resolution,
         quick,
@@ -190,11 +209,15 @@ pub fn plan(a: &ThresholdArgs) -> anyhow::Result<Search> {
     Ok(search)
 }
 
-/// The search's own bounds: a range that goes up, a resolution that is a
-/// share of it, and a seed count a probe can afford.
-fn check_search(a: &ThresholdArgs, low: f64, high: f64) -> anyhow::Result<()> {
-    if high.partial_cmp(&low) != Some(std::cmp::Ordering::Greater) {
-        anyhow::bail!("--trigger {:?}: HI must be above LO", a.trigger);
+/// The search's own bounds: two different ends (the second the severe
+/// one), a resolution that is a share of the range, and a seed count a
+/// probe can afford.
+fn check_search(a: &ThresholdArgs, first: f64, second: f64) -> anyhow::Result<()> {
+    if first == second {
+        anyhow::bail!(
+            "--trigger {:?}: the two ends must differ (LO..HI, or HI..LO for a trigger that grows as its value falls)",
+            a.trigger
+        );
     }
     if !(a.resolution > 0.0 && a.resolution < 1.0) {
         anyhow::bail!(
@@ -323,7 +346,10 @@ async fn bisect(
     let interrupted = || Outcome::Stopped {
         reason: "interrupted".into(),
     };
-    let (hi_call, hi_text, n) = call(probe(s, variant, s.high, dir, stop).await?, probes);
+    // `lo` is the mild end, `hi` the severe one: in value order unless the
+    // trigger grows as its value falls.
+    let (mild, severe) = s.ends();
+    let (hi_call, hi_text, n) = call(probe(s, variant, severe, dir, stop).await?, probes);
     if n < s.seeds.len() {
         return Ok(interrupted());
     }
@@ -332,7 +358,7 @@ async fn bisect(
         ProbeCall::Undecided => return Ok(Outcome::Undecided { at: hi_text }),
         ProbeCall::Tips => {}
     }
-    let (lo_call, lo_text, n) = call(probe(s, variant, s.low, dir, stop).await?, probes);
+    let (lo_call, lo_text, n) = call(probe(s, variant, mild, dir, stop).await?, probes);
     if n < s.seeds.len() {
         return Ok(interrupted());
     }
@@ -341,11 +367,11 @@ async fn bisect(
         ProbeCall::Undecided => return Ok(Outcome::Undecided { at: lo_text }),
         ProbeCall::Holds => {}
     }
-    let (mut lo, mut hi) = ((s.low, lo_text), (s.high, hi_text));
+    let (mut lo, mut hi) = ((mild, lo_text), (severe, hi_text));
     let width = (s.high - s.low) * s.resolution;
-    while hi.0 - lo.0 > width {
+    while (hi.0 - lo.0).abs() > width {
         let mid = s.scale.round((lo.0 + hi.0) / 2.0);
-        if mid <= lo.0 || mid >= hi.0 {
+        if mid <= lo.0.min(hi.0) || mid >= lo.0.max(hi.0) {
             break; // neighbouring whole numbers (or microunits)
         }
         let (c, text, n) = call(probe(s, variant, mid, dir, stop).await?, probes);
@@ -369,11 +395,16 @@ pub fn cli(args: ThresholdArgs) -> Result<Finished, CliError> {
     let s = plan(&args).map_err(|e| CliError::new(format_args!("{e:#}")))?;
     let est = s.estimate();
     eprintln!(
-        "threshold of {}: {} from {} to {}, {} seed(s) per probe, at most {} probes per variant ({}), {} form ({} per run): estimated at most {}",
+        "threshold of {}: {} from {} to {}{}, {} seed(s) per probe, at most {} probes per variant ({}), {} form ({} per run): estimated at most {}",
         s.name,
         s.paths.join(", "),
-        s.scale.text(s.low),
-        s.scale.text(s.high),
+        s.scale.text(s.ends().0),
+        s.scale.text(s.ends().1),
+        if s.descending {
+            " (the trigger grows as the value falls)"
+        } else {
+            ""
+        },
         s.seeds.len(),
         s.max_probes(),
         s.variants.join(", "),
@@ -407,8 +438,9 @@ pub fn cli(args: ThresholdArgs) -> Result<Finished, CliError> {
         trigger_paths: s.paths.clone(),
         low: s.low,
         high: s.high,
-        low_text: s.scale.text(s.low),
-        high_text: s.scale.text(s.high),
+        // As written: from the mild end to the severe one.
+        low_text: s.scale.text(s.ends().0),
+        high_text: s.scale.text(s.ends().1),
         resolution: s.resolution,
         seeds: s.seeds.clone(),
         set: args.set.clone(),
@@ -483,9 +515,43 @@ mod tests {
     }
 
     #[test]
+    fn a_generic_faults_value_is_searched_from_its_mild_end_to_its_severe_one() {
+        // A CPU quota grows as a trigger as its value falls: written HI..LO,
+        // the search probes the low end (the deep cut) first.
+        let mut a = args("quick.timeline.0.fault.cpu_limit.cpus=0.5..0.02");
+        a.experiment = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../experiments/capacity-cut.yaml"
+        )
+        .into();
+        let s = plan(&a).unwrap();
+        assert!(s.descending);
+        assert_eq!((s.low, s.high), (0.02, 0.5));
+        assert_eq!(s.ends(), (0.5, 0.02));
+        assert_eq!(s.max_probes(), 6);
+        let e = s.experiment(0.125, 3).unwrap();
+        match &e.timeline[0].op {
+            crate::experiment::TimelineOp::Generic(crate::faults::GenericFault::CpuLimit {
+                component,
+                cpus,
+            }) => assert_eq!((component.as_str(), *cpus), ("pool-z1", 0.125)),
+            op => panic!("not the CPU cut: {op:?}"),
+        }
+        // Written LO..HI it is an ordinary (ascending) search.
+        a.trigger = "quick.timeline.0.fault.cpu_limit.cpus=0.02..0.5".into();
+        let s = plan(&a).unwrap();
+        assert!(!s.descending);
+        assert_eq!(s.ends(), (0.02, 0.5));
+        // A quota the validation refuses is refused before anything runs.
+        a.trigger = "quick.timeline.0.fault.cpu_limit.cpus=0.5..0".into();
+        let e = plan(&a).err().map(|e| format!("{e:#}")).unwrap_or_default();
+        assert!(e.contains("cpus"), "{e}");
+    }
+
+    #[test]
     fn bad_searches_are_refused_before_anything_runs() {
         for (t, why) in [
-            ("quick.timeline.0.duration=8s..0.5s", "above LO"),
+            ("quick.timeline.0.duration=2s..2s", "must differ"),
             ("quick.timeline.9.duration=1s..2s", "index 9"),
             ("timeline.0.duration=1s..2s", "quick form"),
             ("quick.timeline.0.duration=1s..2", "same unit"),

@@ -86,9 +86,10 @@ impl Probe {
 pub enum Outcome {
     /// Recovers at `holds_at`, metastable at `tips_at`: the tipping point lies between.
     Bracket { holds_at: String, tips_at: String },
-    /// Came back even at the top of the range: what a fix should show.
+    /// Came back even at the severe end of the range: what a fix should show.
     NoTippingPoint { up_to: String },
-    /// Already metastable at the bottom of the range.
+    /// Already metastable at the mild end of the range (the low end, or the
+    /// high one for a trigger that grows as its value falls).
     TipsAtLow { at: String },
     /// A probe's seeds could not be judged by majority.
     Undecided { at: String },
@@ -126,13 +127,13 @@ impl VariantThreshold {
                 let h = self
                     .probe(up_to)
                     .map_or(String::new(), |p| p.tally(p.came_back));
-                format!("no tipping point up to {up_to} (came back in {h})")
+                format!("no tipping point up to {up_to}, the severe end (came back in {h})")
             }
             Outcome::TipsAtLow { at } => {
                 let t = self
                     .probe(at)
                     .map_or(String::new(), |p| p.tally(p.metastable));
-                format!("already metastable at the bottom of the range, {at} ({t})")
+                format!("already metastable at the mild end of the range, {at} ({t})")
             }
             Outcome::Undecided { at } => format!(
                 "stopped at {at}: no majority of its seeds was judged metastable or recovered \
@@ -349,7 +350,7 @@ mod tests {
         );
         assert_eq!(
             r.variants[1].sentence(),
-            "no tipping point up to 8s (came back in 3/3 seeds)"
+            "no tipping point up to 8s, the severe end (came back in 3/3 seeds)"
         );
         let dir = std::env::temp_dir().join(format!("threshold-test-{}", std::process::id()));
         let page = write_threshold(&dir, &r).unwrap();
