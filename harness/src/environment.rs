@@ -446,7 +446,6 @@ async fn start_pools(
     Ok(pools)
 }
 
-
 /// The variant's whole system on the caller's runtime (virtual time): its
 /// random draws from `seed`, its GPU batches computed in line, reached in
 /// process. Validation refused a Redis cache before anything ran.

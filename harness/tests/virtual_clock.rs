@@ -216,7 +216,10 @@ fn what_virtual_time_cannot_run_is_refused_with_its_location() {
     assert_ne!(generic, SMALL);
     let e = refused(&generic, "generic", &[]);
     assert!(e.contains(&at("generic", &generic, "pause:")), "{e}");
-    assert!(e.contains("timeline[1].fault.pause") && e.contains("generic fault"), "{e}");
+    assert!(
+        e.contains("timeline[1].fault.pause") && e.contains("generic fault"),
+        "{e}"
+    );
     let proxy = SMALL.replace(
         "  after-fix: { system: { pool: { dedup: wait_without_slot } } }",
         "  after-fix: { system: { gateway: { proxy: { haproxy: { config: h.cfg } } } } }",

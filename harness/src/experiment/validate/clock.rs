@@ -94,11 +94,11 @@ pub fn check_virtual_clock(
         ));
     }
     for (i, e) in view.timeline.iter().enumerate() {
-        let kind = e.value.fault.as_ref().and_then(|f| {
-            GENERIC_FAULTS
-                .into_iter()
-                .find(|k| f.get(k).is_some())
-        });
+        let kind = e
+            .value
+            .fault
+            .as_ref()
+            .and_then(|f| GENERIC_FAULTS.into_iter().find(|k| f.get(k).is_some()));
         if let Some(kind) = kind {
             return Err(cx.err(
                 &e.referenced,
@@ -107,15 +107,13 @@ pub fn check_virtual_clock(
             ));
         }
     }
-    let systems = view
-        .system
-        .iter()
-        .map(|s| ("system".to_string(), s))
-        .chain(view.variants.iter().filter_map(|(name, v)| {
+    let systems = view.system.iter().map(|s| ("system".to_string(), s)).chain(
+        view.variants.iter().filter_map(|(name, v)| {
             v.system
                 .as_ref()
                 .map(|s| (format!("variants.{name}.system"), s))
-        }));
+        }),
+    );
     for (at, s) in systems {
         if let Some(p) = s.gateway.as_ref().and_then(|g| g.proxy.as_ref()) {
             return Err(cx.err(
