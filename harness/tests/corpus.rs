@@ -10,6 +10,8 @@
 //!   lines dropped, doubled or cut, keys misspelt) never panic the
 //!   validator, and every rejection is located.
 
+mod common;
+
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -94,7 +96,7 @@ fn every_experiment_is_accepted_in_both_forms() {
     for e in shipped.chain(tutorial).flatten() {
         let p = e.path();
         if p.extension().is_some_and(|x| x == "yaml") {
-            if let Some(why) = proxy_missing(&std::fs::read_to_string(&p).unwrap()) {
+            if let Some(why) = common::proxy_missing(&std::fs::read_to_string(&p).unwrap()) {
                 eprintln!("SKIPPED {}: {why}", p.display());
                 continue;
             }
@@ -102,28 +104,6 @@ fn every_experiment_is_accepted_in_both_forms() {
             assert_eq!(code, 0, "{}: {stderr}", p.display());
         }
     }
-}
-
-/// Why an experiment with a proxy gateway cannot be validated here: its
-/// proxy's binary is not installed (and `HARNESS_REQUIRE_PROXIES` is unset,
-/// as it is in `.ci/run`, which installs them).
-fn proxy_missing(text: &str) -> Option<String> {
-    if std::env::var_os("HARNESS_REQUIRE_PROXIES").is_some_and(|v| v == "1") {
-        return None;
-    }
-    let on_path = |b: &str| {
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-            .any(|d| d.join(b).is_file())
-    };
-    ["haproxy", "nginx"]
-        .into_iter()
-        .find(|b| text.contains(&format!("proxy: {{ {b}:")) && !on_path(b))
-        .map(|b| {
-            format!(
-                "`{b}` is not installed (apt-get install {})",
-                if b == "nginx" { "nginx-light" } else { b }
-            )
-        })
 }
 
 fn seeds() -> Vec<String> {

@@ -6,6 +6,9 @@
 //! process of that harness is left. Needs root and cgroups (v1 `cpu` and
 //! `freezer`, or v2); prints SKIPPED with the reason otherwise.
 
+mod common;
+
+use common::alive;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -370,15 +373,4 @@ fn a_network_fault_goes_through_a_fault_proxy_that_ends_with_the_run() {
         );
     }
     assert_nothing_left(pid, &run.ledger);
-}
-
-/// Alive and not a zombie (a zombie only waits for its parent to read its status).
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, r)| r.trim_start().starts_with('Z'))
-        })
-        .is_some_and(|zombie| !zombie)
 }

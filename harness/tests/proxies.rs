@@ -7,6 +7,9 @@
 //! Prints SKIPPED when the binary is missing, unless
 //! `HARNESS_REQUIRE_PROXIES=1` (as in `.ci/run`), which makes it a failure.
 
+mod common;
+
+use common::alive;
 use harness::experiment::parse;
 use harness::interrupt::StopSignal;
 use harness::runner::{self, RunOptions};
@@ -123,17 +126,6 @@ async fn nginx_tries_are_read_from_its_access_log() {
         return;
     }
     three_tries_per_request("nginx", NGINX).await;
-}
-
-/// Alive and not a zombie (a zombie only waits for its parent to read its status).
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, r)| r.trim_start().starts_with('Z'))
-        })
-        .is_some_and(|zombie| !zombie)
 }
 
 /// Live `nginx` processes whose command line names `needle`, or whose

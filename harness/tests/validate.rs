@@ -1,6 +1,8 @@
 //! Malformed experiment files: each must fail with the file, the line and the
 //! field named, and none may panic. The seed experiments must validate.
 
+mod common;
+
 use harness::experiment::parse;
 
 const BASE: &str = r#"name: t
@@ -289,28 +291,6 @@ fn not_yaml_at_all() {
     assert!(err.to_string().starts_with("exp.yaml:1:"), "{err}");
 }
 
-/// Why an experiment with a proxy gateway cannot be validated here: its
-/// proxy's binary is not installed (and `HARNESS_REQUIRE_PROXIES` is unset,
-/// as it is in `.ci/run`, which installs them).
-fn proxy_missing(text: &str) -> Option<String> {
-    if std::env::var_os("HARNESS_REQUIRE_PROXIES").is_some_and(|v| v == "1") {
-        return None;
-    }
-    let on_path = |b: &str| {
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-            .any(|d| d.join(b).is_file())
-    };
-    ["haproxy", "nginx"]
-        .into_iter()
-        .find(|b| text.contains(&format!("proxy: {{ {b}:")) && !on_path(b))
-        .map(|b| {
-            format!(
-                "`{b}` is not installed (apt-get install {})",
-                if b == "nginx" { "nginx-light" } else { b }
-            )
-        })
-}
-
 #[test]
 fn seed_experiments_validate() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../experiments");
@@ -318,7 +298,7 @@ fn seed_experiments_validate() {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "yaml") {
-            if let Some(why) = proxy_missing(&std::fs::read_to_string(&path).unwrap()) {
+            if let Some(why) = common::proxy_missing(&std::fs::read_to_string(&path).unwrap()) {
                 eprintln!("SKIPPED {}: {why}", path.display());
                 continue;
             }
