@@ -36,20 +36,21 @@ pub(crate) enum RequestError {
     Body(String),
 }
 
+/// Sends `req` and reads the whole answer (status and body).
+async fn http_answer(req: reqwest::RequestBuilder) -> Result<Answer, RequestError> {
+    let r = req.send().await?;
+    Ok(Answer {
+        status: r.status(),
+        body: r.bytes().await?,
+    })
+}
+
 impl SystemClient {
     /// `GET path`, bounded by `timeout`.
     pub(crate) async fn get(&self, path: &str, timeout: Duration) -> Result<Answer, RequestError> {
         match self {
             SystemClient::Http { client, base_url } => {
-                let r = client
-                    .get(format!("{base_url}{path}"))
-                    .timeout(timeout)
-                    .send()
-                    .await?;
-                Ok(Answer {
-                    status: r.status(),
-                    body: r.bytes().await?,
-                })
+                http_answer(client.get(format!("{base_url}{path}")).timeout(timeout)).await
             }
             SystemClient::InProcess(p) => {
                 let req = axum::http::Request::get(path).body(axum::body::Body::empty());
@@ -68,17 +69,12 @@ impl SystemClient {
     ) -> Result<Answer, RequestError> {
         match self {
             SystemClient::Http { client, base_url } => {
-                let r = client
+                let req = client
                     .post(format!("{base_url}{path}"))
                     .bearer_auth(token)
                     .json(body)
-                    .timeout(timeout)
-                    .send()
-                    .await?;
-                Ok(Answer {
-                    status: r.status(),
-                    body: r.bytes().await?,
-                })
+                    .timeout(timeout);
+                http_answer(req).await
             }
             SystemClient::InProcess(p) => {
                 let json =

@@ -111,6 +111,11 @@ impl GenericFault {
         }
     }
 
+    /// Every [`kind`](Self::kind): the keys a timeline entry's `fault`
+    /// names a generic fault by (validation and the virtual clock's
+    /// refusal read them).
+    pub const KINDS: [&'static str; 4] = ["cpu_limit", "pause", "kill", "network"];
+
     /// The YAML key of its kind.
     pub fn kind(&self) -> &'static str {
         match self {

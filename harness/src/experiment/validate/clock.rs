@@ -55,9 +55,6 @@ struct GatewayView {
     proxy: Option<Spanned<serde_json::Value>>,
 }
 
-/// The generic faults' names (`faults::GenericFault`): they act on processes.
-const GENERIC_FAULTS: [&str; 4] = ["cpu_limit", "pause", "kill", "network"];
-
 #[derive(Deserialize)]
 struct CacheView {
     #[serde(default)]
@@ -94,11 +91,11 @@ pub fn check_virtual_clock(
         ));
     }
     for (i, e) in view.timeline.iter().enumerate() {
-        let kind = e
-            .value
-            .fault
-            .as_ref()
-            .and_then(|f| GENERIC_FAULTS.into_iter().find(|k| f.get(k).is_some()));
+        let kind = e.value.fault.as_ref().and_then(|f| {
+            crate::faults::GenericFault::KINDS
+                .into_iter()
+                .find(|k| f.get(k).is_some())
+        });
         if let Some(kind) = kind {
             return Err(cx.err(
                 &e.referenced,

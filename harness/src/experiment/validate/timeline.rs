@@ -125,7 +125,10 @@ fn timeline_entry(
             o,
             is_fault,
         )?)
-    } else if GENERIC.iter().any(|k| value.get(k).is_some()) {
+    } else if crate::faults::GenericFault::KINDS
+        .iter()
+        .any(|k| value.get(k).is_some())
+    {
         TimelineOp::Generic(generic(cx, at_loc, &field, value, zones, env)?)
     } else {
         TimelineOp::Admin(admin(cx, at_loc, &field, value, zones, env)?)
@@ -187,9 +190,6 @@ fn oversized(
     }
     Ok(TimelineOp::OversizedDocuments(od))
 }
-
-/// The keys of the generic faults (`faults::GenericFault`).
-const GENERIC: [&str; 4] = ["cpu_limit", "pause", "kill", "network"];
 
 /// A generic fault (in `field`): its values possible, its component one
 /// the variant runs, an environment that can act on it.
