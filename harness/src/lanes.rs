@@ -92,19 +92,37 @@ pub(crate) struct LaneOutcome {
     pub connections: u64,
 }
 
+/// Overrides the lane count (one per core by default).
+pub(crate) const LANES_VAR: &str = "HARNESS_LOAD_LANES";
+
+/// How many lanes: `var` (1..=16) when set, else one per core.
+fn lane_count(var: Option<&str>) -> Result<usize, String> {
+    match var {
+        None => Ok(std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(1, MAX_LANES)),
+        Some(v) => match v.trim().parse::<usize>() {
+            Ok(n) if (1..=MAX_LANES).contains(&n) => Ok(n),
+            _ => Err(format!(
+                "{LANES_VAR}={v:?}: a whole number of lanes from 1 to {MAX_LANES}"
+            )),
+        },
+    }
+}
+
 /// The process's lanes, started at the first load.
 #[derive(Clone, Copy)]
 pub(crate) struct Lanes(&'static [Handle]);
 
 impl Lanes {
-    /// The lanes, started on the first call: one per core.
+    /// The lanes, started on the first call: one per core, or
+    /// `HARNESS_LOAD_LANES` of them (a diagnostic: the virtual clock runs
+    /// one lane, and comparing the clocks needs real time with one too).
     pub(crate) fn get() -> Result<Lanes, String> {
         static LANES: OnceLock<Result<Vec<Handle>, String>> = OnceLock::new();
         LANES
             .get_or_init(|| {
-                let n = std::thread::available_parallelism()
-                    .map_or(2, |n| n.get())
-                    .clamp(1, MAX_LANES);
+                let n = lane_count(std::env::var(LANES_VAR).ok().as_deref())?;
                 (0..n)
                     .map(|_| start_lane().map_err(|e| format!("starting a load lane: {e}")))
                     .collect()
@@ -228,6 +246,17 @@ pub(crate) async fn arrivals(lane: LanePlan) -> LaneOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lane_count_is_one_per_core_or_the_variables() {
+        assert!(lane_count(None).unwrap() >= 1);
+        assert_eq!(lane_count(Some("1")), Ok(1));
+        assert_eq!(lane_count(Some(" 3 ")), Ok(3));
+        for bad in ["0", "17", "two", ""] {
+            let e = lane_count(Some(bad)).unwrap_err();
+            assert!(e.contains(LANES_VAR), "{e}");
+        }
+    }
 
     #[test]
     fn the_shares_of_the_cap_sum_to_it_and_differ_by_at_most_one() {

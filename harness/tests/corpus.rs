@@ -93,7 +93,8 @@ fn every_experiment_is_accepted_in_both_forms() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let shipped = std::fs::read_dir(root.join("experiments")).unwrap();
     let tutorial = std::fs::read_dir(root.join("docs/tutorial")).unwrap();
-    for e in shipped.chain(tutorial).flatten() {
+    let time_shape = std::fs::read_dir(root.join("experiments/time-shape")).unwrap();
+    for e in shipped.chain(tutorial).chain(time_shape).flatten() {
         let p = e.path();
         if p.extension().is_some_and(|x| x == "yaml") {
             if let Some(why) = common::proxy_missing(&std::fs::read_to_string(&p).unwrap()) {

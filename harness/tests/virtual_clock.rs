@@ -246,3 +246,71 @@ fn what_virtual_time_cannot_run_is_refused_with_its_location() {
     let e = refused(SMALL, "env-flag", &["--environment", "containers"]);
     assert!(e.contains("--environment containers"), "{e}");
 }
+
+/// `harness sweep --clock virtual --seeds N`: every seed of every cell runs,
+/// two at once on their own threads, and the same sweep gives the same
+/// classes again (each run replays its seed, whatever ran beside it).
+#[test]
+fn a_virtual_sweep_runs_every_seed_of_every_cell_and_replays() {
+    let dir = scratch("sweep");
+    let file = dir.join("small.yaml");
+    // A sweep runs the quick form: here the whole file.
+    std::fs::write(&file, format!("{SMALL}quick: {{ duration: 12s }}\n")).unwrap();
+    let sweep = |out: &str| -> serde_json::Value {
+        let out = dir.join(out);
+        let o = harness(&[
+            "sweep".as_ref(),
+            file.as_os_str(),
+            "--load-path".as_ref(),
+            "workload.arrival.constant.rate".as_ref(),
+            "--load".as_ref(),
+            "30..40:2".as_ref(),
+            "--trigger".as_ref(),
+            "timeline.2.fault.oversized_documents.count=1..3:2".as_ref(),
+            "--seeds".as_ref(),
+            "2".as_ref(),
+            "--parallel".as_ref(),
+            "2".as_ref(),
+            "--clock".as_ref(),
+            "virtual".as_ref(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{stderr}");
+        let grid = std::fs::read_dir(out.join("virtual-small-sweep"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.join("grid.json").exists())
+            .expect("grid.json written");
+        serde_json::from_slice(&std::fs::read(grid.join("grid.json")).unwrap()).unwrap()
+    };
+    let first = sweep("a");
+    let cells = first["cells"].as_array().unwrap();
+    // 2 loads x 2 trigger values x 2 seeds x 2 variants, each classified.
+    assert_eq!(cells.len(), 16);
+    assert!(cells.iter().all(|c| c["class"] != "not_run"), "{cells:?}");
+    let seeds: std::collections::BTreeSet<u64> =
+        cells.iter().map(|c| c["seed"].as_u64().unwrap()).collect();
+    assert_eq!(seeds.len(), 8, "{seeds:?}");
+    assert_eq!(first["clock"], "virtual");
+    assert_eq!(first["seeds_per_cell"], 2);
+    let classes = |g: &serde_json::Value| -> Vec<(u64, String, String, String)> {
+        g["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["seed"].as_u64().unwrap(),
+                    c["variant"].to_string(),
+                    c["class"].to_string(),
+                    c["peak_failure_ratio"].to_string(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(classes(&first), classes(&sweep("b")));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -86,6 +86,11 @@ pub struct SweepGrid {
     pub set: Vec<String>,
     pub variants: Vec<String>,
     pub base_seed: u64,
+    /// Runs per cell and variant, each with its own seed (a cell's class is
+    /// the most common class of its runs).
+    pub seeds_per_cell: u32,
+    /// The cells' clock: `real` or `virtual`.
+    pub clock: String,
     pub estimated_s: u64,
     pub wall_s: f64,
     pub interrupted: bool,
@@ -93,31 +98,35 @@ pub struct SweepGrid {
 }
 
 impl SweepGrid {
-    /// The map of one variant.
+    /// The map of one variant: each cell coloured by the most common class
+    /// of its runs, with a note saying how many came back when it ran
+    /// several seeds.
     pub fn heatmap(&self, variant: &str) -> Heatmap {
         let (nx, ny) = (self.loads.len(), self.triggers.len());
         let mut cells = vec![vec![CellClass::NotRun; nx]; ny];
         let mut notes = vec![vec![String::new(); nx]; ny];
-        for r in self.cells.iter().filter(|r| r.variant == variant) {
-            if r.y >= ny || r.x >= nx {
-                continue;
+        for y in 0..ny {
+            for x in 0..nx {
+                let runs = self.runs_of(variant, x, y);
+                cells[y][x] = modal_class(&runs);
+                notes[y][x] = cell_note(&runs, cells[y][x]);
             }
-            cells[r.y][r.x] = r.class;
-            notes[r.y][r.x] = match (r.class, r.recovered_after_s) {
-                (CellClass::NotRun, _) => String::new(),
-                (CellClass::Recovered, Some(s)) => format!("+{s:.0} s"),
-                _ => r
-                    .peak_failure_ratio
-                    .map_or(String::new(), |p| format!("{:.0}%", p * 100.0)),
-            };
         }
+        let runs = (nx * ny) as u64 * u64::from(self.seeds_per_cell.max(1));
         Heatmap {
             title: format!("{} — {variant}", self.experiment),
             subtitle: format!(
-                "{} form, {nx} x {ny} cells, seeds {}..{}; cell text: recovery time after the residue, or peak failure",
+                "{} form, {} clock, {nx} x {ny} cells x {} seed(s), seeds {}..{}; {}",
                 if self.quick { "quick" } else { "full" },
+                self.clock,
+                self.seeds_per_cell.max(1),
                 self.base_seed,
-                self.base_seed + (nx * ny).saturating_sub(1) as u64
+                self.base_seed + runs.saturating_sub(1),
+                if self.seeds_per_cell > 1 {
+                    "cell: most common class, text: runs that came back"
+                } else {
+                    "cell text: recovery time after the residue, or peak failure"
+                }
             ),
             x_label: "load (share of calibrated capacity)".into(),
             y_label: self.trigger_label.clone(),
@@ -128,16 +137,21 @@ impl SweepGrid {
         }
     }
 
+    /// The runs of one variant in cell (x, y), one per seed.
+    fn runs_of(&self, variant: &str, x: usize, y: usize) -> Vec<&SweepCell> {
+        self.cells
+            .iter()
+            .filter(|r| r.variant == variant && r.x == x && r.y == y)
+            .collect()
+    }
+
     /// Hidden capacity of every variant at every trigger value.
     pub fn capacities(&self) -> Vec<HiddenCapacity> {
         let mut out = Vec::new();
         for v in &self.variants {
             for (y, &t) in self.triggers.iter().enumerate() {
-                let cells: Vec<(f64, CellClass)> = self
-                    .cells
-                    .iter()
-                    .filter(|r| &r.variant == v && r.y == y)
-                    .map(|r| (r.load, r.class))
+                let cells: Vec<(f64, CellClass)> = (0..self.loads.len())
+                    .map(|x| (self.loads[x], modal_class(&self.runs_of(v, x, y))))
                     .collect();
                 out.push(hidden_capacity(v, t, &cells));
             }
@@ -158,6 +172,54 @@ impl SweepGrid {
                 (c, n)
             })
             .collect()
+    }
+}
+
+/// The class most of `runs` fell in; a tie goes to the class that did not
+/// come back (a cell half metastable is not called safe), and no run at all
+/// is "not run".
+fn modal_class(runs: &[&SweepCell]) -> CellClass {
+    const WORST_FIRST: [CellClass; 8] = [
+        CellClass::Metastable,
+        CellClass::NeverHealthy,
+        CellClass::Overloaded,
+        CellClass::Inconclusive,
+        CellClass::Recovered,
+        CellClass::Stable,
+        CellClass::NoTrigger,
+        CellClass::NotRun,
+    ];
+    let count = |c: CellClass| runs.iter().filter(|r| r.class == c).count();
+    let most = WORST_FIRST.iter().map(|&c| count(c)).max().unwrap_or(0);
+    match runs.iter().any(|r| r.class != CellClass::NotRun) {
+        false => CellClass::NotRun,
+        true => WORST_FIRST
+            .into_iter()
+            .find(|&c| c != CellClass::NotRun && count(c) == most)
+            .unwrap_or(CellClass::NotRun),
+    }
+}
+
+/// A cell's text: for one run, its recovery time or peak failure; for
+/// several, how many of the runs that ran came back (`7/10 back`).
+fn cell_note(runs: &[&SweepCell], class: CellClass) -> String {
+    let ran: Vec<&&SweepCell> = runs
+        .iter()
+        .filter(|r| r.class != CellClass::NotRun)
+        .collect();
+    match (runs, class) {
+        (_, CellClass::NotRun) => String::new(),
+        ([r], CellClass::Recovered) if r.recovered_after_s.is_some() => {
+            format!("+{:.0} s", r.recovered_after_s.unwrap_or_default())
+        }
+        ([r], _) => r
+            .peak_failure_ratio
+            .map_or(String::new(), |p| format!("{:.0}%", p * 100.0)),
+        _ => format!(
+            "{}/{} back",
+            ran.iter().filter(|r| r.class.came_back()).count(),
+            ran.len()
+        ),
     }
 }
 
@@ -202,11 +264,13 @@ fn csv(cells: &[SweepCell]) -> String {
 pub fn summary_line(g: &SweepGrid) -> String {
     let secs = |s: u64| humantime::format_duration(std::time::Duration::from_secs(s)).to_string();
     format!(
-        "{} x {} cells x {} variant(s), {} form, run {}; estimated {}, took {}{}",
+        "{} x {} cells x {} seed(s) x {} variant(s), {} form, {} clock, run {}; estimated {}, took {}{}",
         g.loads.len(),
         g.triggers.len(),
+        g.seeds_per_cell.max(1),
         g.variants.len(),
         if g.quick { "quick" } else { "full" },
+        g.clock,
         g.run_id,
         secs(g.estimated_s),
         secs(g.wall_s as u64),
@@ -224,7 +288,8 @@ fn html(g: &SweepGrid, caps: &[HiddenCapacity], pngs: &[(String, Vec<u8>)]) -> S
         h,
         "<h1>{} — vulnerability map</h1><p class=\"muted\">{}</p>\
          <p>x: load, <code>{}</code>; y: <code>{}</code>. Each cell runs the experiment with \
-         its own seed (base seed + cell index) and is classified by the report's verdict; the \
+         its own seeds (base seed + cell index x seeds per cell + k) and is classified by its \
+         reports' verdicts (the most common class; a tie goes to the one that did not come back); the \
          thick line separates cells that came back (stable or recovered) from cells that did not \
          (metastable, overloaded, never healthy). Inconclusive cells sit on neither side.</p>",
         escape(&g.experiment),
@@ -438,6 +503,8 @@ mod tests {
             set: vec![],
             variants: vec!["before-fix".into(), "after-fix".into()],
             base_seed: 42,
+            seeds_per_cell: 1,
+            clock: "real".into(),
             estimated_s: 60,
             wall_s: 50.0,
             interrupted: false,
@@ -479,5 +546,34 @@ mod tests {
             .count();
         assert_eq!(leftovers, 0);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn several_seeds_per_cell_give_the_most_common_class() {
+        let mut g = grid();
+        g.seeds_per_cell = 3;
+        // Cell (0, 0) of before-fix: recovered once more, and metastable twice.
+        let one = g.cells[0].clone();
+        for (k, class) in [CellClass::Metastable, CellClass::Metastable]
+            .into_iter()
+            .enumerate()
+        {
+            g.cells.push(SweepCell {
+                seed: 100 + k as u64,
+                class,
+                ..one.clone()
+            });
+        }
+        let m = g.heatmap("before-fix");
+        assert_eq!(m.cells[0][0], CellClass::Metastable);
+        assert_eq!(m.notes[0][0], "1/3 back");
+        // The load axis judges by the cell's class, not by its first run.
+        assert_eq!(g.capacities()[0].highest_recovered, None);
+        // A tie goes to the class that did not come back.
+        g.cells.pop();
+        assert_eq!(g.heatmap("before-fix").cells[0][0], CellClass::Metastable);
+        g.cells.pop();
+        assert_eq!(g.heatmap("before-fix").cells[0][0], CellClass::Recovered);
+        assert!(g.heatmap("before-fix").subtitle.contains("real clock"));
     }
 }

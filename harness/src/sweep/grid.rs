@@ -1,9 +1,12 @@
-//! Running a sweep's cells, a few at a time, each through the normal runner
-//! (its own system, its own report under `cells/`), and classifying each
-//! variant by its report's verdict.
+//! Running a sweep's cells, a few at a time, each seed of each cell through
+//! the normal runner (its own system, its own report under `cells/`), and
+//! classifying each variant by its report's verdict. On the virtual clock
+//! each run gets a paused runtime of its own on a blocking thread, so runs
+//! at once use the cores and never share a clock.
 
 use super::plan::{Cell, Plan};
 use crate::axis::Trigger;
+use crate::clock::ClockKind;
 use crate::interrupt::StopSignal;
 use crate::runner::{self, RunOptions};
 use run_report::sweep::SweepCell;
@@ -13,27 +16,52 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-fn cell_dir(plan: &Plan, c: &Cell) -> String {
-    format!(
+fn cell_dir(plan: &Plan, c: &Cell, seed: u64) -> String {
+    let dir = format!(
         "cells/{:03}-load{}-trigger{}",
         c.index,
         plan.loads.text(c.x),
         plan.trigger.range.text(c.y)
-    )
+    );
+    match c.seeds.len() {
+        1 => dir,
+        _ => format!("{dir}/seed{seed}"),
+    }
+}
+
+/// One run of a cell's experiment with `seed`, on the plan's clock.
+async fn run_seed(
+    c: &Cell,
+    seed: u64,
+    opts: RunOptions,
+    stop: Arc<StopSignal>,
+) -> anyhow::Result<runner::RunOutcome> {
+    let mut e = c.experiment.clone();
+    e.seed = seed;
+    match opts.clock {
+        ClockKind::Real => runner::run(&e, &opts, stop).await,
+        ClockKind::Virtual => tokio::task::spawn_blocking(move || {
+            let rt = ClockKind::Virtual.runtime()?;
+            rt.block_on(runner::run(&e, &opts, stop))
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!("a virtual-time cell's thread ended: {e}"))?,
+    }
 }
 
 async fn run_cell(
     plan: &Plan,
-    c: &Cell,
+    (c, seed): (&Cell, u64),
     sweep_dir: &Path,
     variant: Option<String>,
     stop: Arc<StopSignal>,
 ) -> Vec<SweepCell> {
-    let rel = cell_dir(plan, c);
+    let rel = cell_dir(plan, c, seed);
     let opts = RunOptions {
         out_dir: sweep_dir.join(&rel),
         quiet: true,
         variant,
+        clock: plan.runs.clock,
         ..RunOptions::default()
     };
     let base = |variant: &str| SweepCell {
@@ -42,7 +70,7 @@ async fn run_cell(
         y: c.y,
         load: plan.loads.values[c.x],
         trigger: plan.trigger.range.values[c.y],
-        seed: c.experiment.seed,
+        seed,
         variant: variant.to_string(),
         class: CellClass::NotRun,
         recovered_after_s: None,
@@ -51,7 +79,7 @@ async fn run_cell(
         report: None,
         error: None,
     };
-    match runner::run(&c.experiment, &opts, stop).await {
+    match run_seed(c, seed, opts, stop).await {
         Ok(o) => {
             let report = o
                 .report_dir
@@ -114,7 +142,8 @@ fn describe(r: &[SweepCell]) -> String {
         .join("; ")
 }
 
-/// Runs every cell, `parallel` at a time; stops starting cells once `stop` is set.
+/// Runs every seed of every cell, `parallel` at a time; stops starting runs
+/// once `stop` is set.
 pub async fn run_grid(
     plan: Arc<Plan>,
     sweep_dir: PathBuf,
@@ -122,10 +151,16 @@ pub async fn run_grid(
     parallel: usize,
     stop: Arc<StopSignal>,
 ) -> Vec<SweepCell> {
-    let queue: Arc<Mutex<VecDeque<usize>>> = Arc::new(Mutex::new((0..plan.cells.len()).collect()));
+    let queue: Arc<Mutex<VecDeque<(usize, u64)>>> = Arc::new(Mutex::new(
+        plan.cells
+            .iter()
+            .enumerate()
+            .flat_map(|(i, c)| c.seeds.iter().map(move |&s| (i, s)))
+            .collect(),
+    ));
     let results: Arc<Mutex<Vec<SweepCell>>> = Arc::new(Mutex::new(Vec::new()));
     let started = Instant::now();
-    let total = plan.cells.len();
+    let total = queue.lock().expect("sweep queue").len();
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..parallel.max(1) {
         let (plan, queue, results, stop, dir, variant) = (
@@ -141,22 +176,22 @@ pub async fn run_grid(
                 if stop.is_set() {
                     break;
                 }
-                let Some(i) = queue.lock().expect("sweep queue").pop_front() else {
+                let Some((i, seed)) = queue.lock().expect("sweep queue").pop_front() else {
                     break;
                 };
                 let c = &plan.cells[i];
-                let r = run_cell(&plan, c, &dir, variant.clone(), stop.clone()).await;
+                let r = run_cell(&plan, (c, seed), &dir, variant.clone(), stop.clone()).await;
                 let line = describe(&r);
                 let done = {
                     let mut all = results.lock().expect("sweep results");
                     all.extend(r);
                     all.iter()
-                        .map(|r| r.index)
+                        .map(|r| (r.index, r.seed))
                         .collect::<std::collections::BTreeSet<_>>()
                         .len()
                 };
                 eprintln!(
-                    "[{done}/{total}] {:>5.0} s  load {} {} {}: {line}",
+                    "[{done}/{total}] {:>5.0} s  load {} {} {} seed {seed}: {line}",
                     started.elapsed().as_secs_f64(),
                     plan.loads.text(c.x),
                     short_path(&plan.trigger.paths[0]),
@@ -167,7 +202,7 @@ pub async fn run_grid(
     }
     while workers.join_next().await.is_some() {}
     let mut all = std::mem::take(&mut *results.lock().expect("sweep results"));
-    all.sort_by_key(|r| r.index);
+    all.sort_by_key(|r| (r.index, r.seed));
     all
 }
 

@@ -18,7 +18,7 @@
 pub mod grid;
 pub mod plan;
 
-pub use plan::{estimate, plan, Plan, SweepArgs, LOAD_PATH};
+pub use plan::{estimate, plan, CellRuns, Plan, SweepArgs, LOAD_PATH};
 
 use crate::budget::words;
 use crate::exit::{CliError, Finished};
@@ -56,6 +56,8 @@ pub fn grid_of(
         set: plan.sets.clone(),
         variants: plan.variants.clone(),
         base_seed: plan.base_seed,
+        seeds_per_cell: plan.runs.seeds.max(1),
+        clock: plan.runs.clock.name().to_string(),
         estimated_s: estimated.as_secs(),
         wall_s: wall.as_secs_f64(),
         interrupted,
@@ -97,25 +99,22 @@ pub fn cli(args: SweepArgs) -> Result<Finished, CliError> {
         &args.trigger,
         &args.set,
         args.variant.as_deref(),
-        args.plan.seed,
+        CellRuns::of(&args),
     )
     .map_err(|e| CliError::new(format_args!("{e:#}")))?;
     let parallel = args.parallel.max(1);
-    let est = estimate(
-        plan.cells.len(),
-        plan.variants.len(),
-        plan.duration,
-        parallel,
-    );
+    let est = estimate(plan.run_count(), plan.duration, parallel, plan.runs.clock);
     eprintln!(
-        "sweep of {}: {} loads x {} trigger values = {} cells x {} variant(s) ({}), quick form ({} each), {} at a time: estimated {}",
+        "sweep of {}: {} loads x {} trigger values = {} cells x {} seed(s) x {} variant(s) ({}), quick form ({} each, {} clock), {} at a time: estimated {}",
         plan.name,
         plan.loads.values.len(),
         plan.trigger.range.values.len(),
         plan.cells.len(),
+        plan.runs.seeds,
         plan.variants.len(),
         plan.variants.join(", "),
         words(plan.duration),
+        plan.runs.clock.name(),
         parallel,
         words(est)
     );

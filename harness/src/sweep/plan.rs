@@ -3,6 +3,7 @@
 //! a cell is checked exactly like a file a user wrote).
 
 use crate::axis::{parse_range, parse_trigger, Range, Trigger};
+use crate::clock::ClockKind;
 use crate::experiment::{self, Experiment};
 use crate::tree::{parse_sets, set_path, to_yaml, with_sets, Source};
 use anyhow::Context;
@@ -40,11 +41,47 @@ pub struct SweepArgs {
     /// Map only this variant.
     #[arg(long)]
     pub variant: Option<String>,
-    /// Cells run at once (each starts its own system on its own port).
+    /// Cells run at once (each starts its own system on its own port; in
+    /// virtual time each on its own thread).
     #[arg(long, default_value_t = 1)]
     pub parallel: usize,
+    /// Runs per cell, each with its own seed: the map shows each cell's
+    /// most common class and how many of its runs came back.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub seeds: u32,
+    /// Every cell's runs on this clock (`--clock virtual`: maps of
+    /// thousands of runs in minutes).
+    #[arg(long, value_enum, default_value = "real")]
+    pub clock: crate::clock::ClockKind,
+    /// With --clock virtual: leave the file's `alerts:` out, as for a run.
+    #[arg(long)]
+    pub without_alerts: bool,
     #[command(flatten)]
     pub plan: crate::budget::PlanArgs,
+}
+
+/// How each cell runs: its seeds and its clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CellRuns {
+    /// The first cell's first seed (`None`: the file's).
+    pub base_seed: Option<u64>,
+    /// Runs per cell (at least one).
+    pub seeds: u32,
+    pub clock: crate::clock::ClockKind,
+    /// Leave `alerts:` out of every cell (virtual time).
+    pub without_alerts: bool,
+}
+
+impl CellRuns {
+    /// The options of `harness sweep`'s arguments.
+    pub fn of(args: &SweepArgs) -> CellRuns {
+        CellRuns {
+            base_seed: args.plan.seed,
+            seeds: args.seeds.max(1),
+            clock: args.clock,
+            without_alerts: args.without_alerts,
+        }
+    }
 }
 
 /// The experiment text of one cell: the file's tree with the fixed changes,
@@ -72,13 +109,17 @@ pub fn cell_text(
     to_yaml(&t)
 }
 
-/// Estimated wall time: cells x variants x (duration + drain + start-up) / parallel.
-pub fn estimate(cells: usize, variants: usize, duration: Duration, parallel: usize) -> Duration {
+/// Estimated wall time: runs (cells x seeds x variants) x (duration +
+/// drain + start-up) / parallel; on the virtual clock a tenth of that (a
+/// run costs its CPU only: 30-100x faster measured, BENCHMARKS.md).
+pub fn estimate(runs: usize, duration: Duration, parallel: usize, clock: ClockKind) -> Duration {
     let per =
         duration + crate::load::drain_time(Duration::from_secs(1), 4) + Duration::from_secs(3);
-    let runs = (cells * variants) as u32;
-    let waves = runs.div_ceil(parallel.max(1) as u32);
-    per * waves
+    let waves = (runs as u32).div_ceil(parallel.max(1) as u32);
+    match clock {
+        ClockKind::Real => per * waves,
+        ClockKind::Virtual => per * waves / 10,
+    }
 }
 
 /// One cell of the grid, validated.
@@ -87,7 +128,10 @@ pub struct Cell {
     /// Position: x = load index, y = trigger index.
     pub x: usize,
     pub y: usize,
+    /// Seeded with the cell's first seed.
     pub experiment: Experiment,
+    /// The cell's seeds, one run each: base seed + index x seeds per cell + k.
+    pub seeds: Vec<u64>,
 }
 
 /// A validated sweep.
@@ -104,6 +148,14 @@ pub struct Plan {
     pub cells: Vec<Cell>,
     pub duration: Duration,
     pub base_seed: u64,
+    pub runs: CellRuns,
+}
+
+impl Plan {
+    /// Every run of the grid, as (cell, seed) pairs.
+    pub fn run_count(&self) -> usize {
+        self.cells.iter().map(|c| c.seeds.len()).sum::<usize>() * self.variants.len()
+    }
 }
 
 /// Builds and validates every cell (nothing runs before all of them passed).
@@ -114,7 +166,7 @@ pub fn plan(
     trigger: &str,
     sets: &[String],
     variant: Option<&str>,
-    seed: Option<u64>,
+    runs: CellRuns,
 ) -> anyhow::Result<Plan> {
     // The file as written must be valid first (errors point at its lines).
     let src = Source::read(path, true)?;
@@ -127,6 +179,12 @@ pub fn plan(
                 eprintln!("warning: {p}: the sweep runs the quick form, which uses `quick.timeline`; this path only changes the full timeline");
             }
         }
+    }
+    if runs.without_alerts && !runs.clock.is_virtual() {
+        anyhow::bail!("--without-alerts is for --clock virtual only");
+    }
+    if runs.clock.is_virtual() {
+        experiment::check_virtual_clock(&src.base.source, &src.file, runs.without_alerts)?;
     }
     let base = &src.base;
     let variants = src.variants(variant);
@@ -142,13 +200,13 @@ pub fn plan(
                 .join(", ")
         );
     }
-    let base_seed = seed.unwrap_or(base.seed);
+    let base_seed = runs.base_seed.unwrap_or(base.seed);
     let axes = Axes {
         loads: &loads,
         load_path,
         trigger: &trigger,
     };
-    let cells = axes.cells(&src, &sets, base_seed)?;
+    let cells = axes.cells(&src, &sets, base_seed, runs)?;
     let cells_duration = cells
         .iter()
         .map(|c| c.experiment.duration)
@@ -168,6 +226,7 @@ pub fn plan(
         cells,
         duration: cells_duration,
         base_seed,
+        runs,
     })
 }
 
@@ -181,12 +240,14 @@ struct Axes<'a> {
 
 impl Axes<'_> {
     /// Every cell, row by row (trigger value, then load), each the file with
-    /// `sets` and its two values, validated, seeded `base_seed` + its index.
+    /// `sets` and its two values, validated, with `runs.seeds` seeds from
+    /// `base_seed` + its index x `runs.seeds`.
     fn cells(
         &self,
         src: &Source,
         sets: &[(String, Value)],
         base_seed: u64,
+        runs: CellRuns,
     ) -> anyhow::Result<Vec<Cell>> {
         let (loads, trigger) = (self.loads, self.trigger);
         let mut cells: Vec<Cell> = Vec::new();
@@ -204,12 +265,20 @@ impl Axes<'_> {
                 );
                 let mut e =
                     experiment::parse(&text, &label, true).map_err(|e| anyhow::anyhow!("{e}"))?;
-                e.seed = base_seed.wrapping_add(index as u64);
+                let n = u64::from(runs.seeds.max(1));
+                let seeds: Vec<u64> = (0..n)
+                    .map(|k| base_seed.wrapping_add(index as u64 * n + k))
+                    .collect();
+                e.seed = seeds[0];
+                if runs.without_alerts {
+                    e.leave_out_alerts(crate::clock::WITHOUT_ALERTS);
+                }
                 cells.push(Cell {
                     index,
                     x,
                     y,
                     experiment: e,
+                    seeds,
                 });
             }
         }
@@ -225,10 +294,12 @@ mod tests {
 
     #[test]
     fn estimate_scales_with_parallel() {
-        let one = estimate(25, 2, Duration::from_secs(20), 1);
-        let two = estimate(25, 2, Duration::from_secs(20), 2);
+        let one = estimate(50, Duration::from_secs(20), 1, ClockKind::Real);
+        let two = estimate(50, Duration::from_secs(20), 2, ClockKind::Real);
         assert!(one >= Duration::from_secs(50 * 26));
         assert_eq!(two * 2, one);
+        let virt = estimate(50, Duration::from_secs(20), 1, ClockKind::Virtual);
+        assert_eq!(virt * 10, one);
     }
 
     fn retry_storm() -> (String, String) {
@@ -287,7 +358,10 @@ mod tests {
             "quick.timeline.1.fault.oversized_documents.count=1..8:2",
             &[],
             None,
-            Some(100),
+            CellRuns {
+                base_seed: Some(100),
+                ..CellRuns::default()
+            },
         )
         .unwrap();
         assert_eq!(p.cells.len(), 6);
@@ -301,7 +375,7 @@ mod tests {
             "quick.timeline.9.fault.oversized_documents.count=1..8:2",
             &[],
             None,
-            None,
+            CellRuns::default(),
         )
         .err()
         .unwrap();
@@ -313,11 +387,47 @@ mod tests {
             "x=1..2:2",
             &[],
             Some("nope"),
-            None,
+            CellRuns::default(),
         )
         .err()
         .unwrap();
         assert!(format!("{e:#}").contains("no variant"), "{e:#}");
+    }
+
+    #[test]
+    fn several_seeds_per_cell_and_the_virtual_clock() {
+        let (_, file) = retry_storm();
+        let trigger = "quick.timeline.1.fault.oversized_documents.count=1..8:2";
+        let runs = CellRuns {
+            base_seed: Some(100),
+            seeds: 3,
+            clock: ClockKind::Virtual,
+            without_alerts: true,
+        };
+        let p = plan(
+            Path::new(&file),
+            "0.3..0.5:2",
+            LOAD_PATH,
+            trigger,
+            &[],
+            None,
+            runs,
+        )
+        .unwrap();
+        assert_eq!(p.cells[1].seeds, vec![103, 104, 105]);
+        assert_eq!(p.cells[1].experiment.seed, 103);
+        assert!(p.cells.iter().all(|c| c.experiment.alerts.is_none()));
+        assert_eq!(p.run_count(), 4 * 3 * 3);
+        // A real Prometheus cannot run on the virtual clock: the file's
+        // `alerts:` are refused unless left out.
+        let runs = CellRuns {
+            without_alerts: false,
+            ..runs
+        };
+        let e = plan(Path::new(&file), "0.5", LOAD_PATH, trigger, &[], None, runs)
+            .err()
+            .unwrap();
+        assert!(format!("{e:#}").contains("alerts"), "{e:#}");
     }
 
     #[test]
@@ -333,7 +443,7 @@ mod tests {
             "quick.timeline.0.fault.cache_flush.share=0.5..1.0:2",
             &[],
             Some("before-fix"),
-            None,
+            CellRuns::default(),
         )
         .unwrap();
         assert_eq!(p.cells.len(), 4);
@@ -346,7 +456,7 @@ mod tests {
             "quick.timeline.0.fault.cache_flush.share=0.5..1.0:2",
             &[],
             None,
-            None,
+            CellRuns::default(),
         )
         .err()
         .unwrap();
