@@ -54,6 +54,18 @@ impl ClockKind {
         }
     }
 
+    /// The wall time of work that takes `real` in real time, for the
+    /// estimates stated before anything runs: a twentieth on the virtual
+    /// clock (the slowest build measured, debug, ran full retry-storm at
+    /// 44-59x, release 114-144x: BENCHMARKS.md), so a budget is not
+    /// spent on an estimate ten times too large.
+    pub fn wall_estimate(self, real: std::time::Duration) -> std::time::Duration {
+        match self {
+            ClockKind::Real => real,
+            ClockKind::Virtual => real / 20,
+        }
+    }
+
     /// The runtime a run on this clock needs: multi-threaded in real time;
     /// in virtual time one thread whose clock starts paused.
     pub fn runtime(self) -> std::io::Result<tokio::runtime::Runtime> {

@@ -487,11 +487,7 @@ fn ablate(args: AblateArgs) -> Result<Finished, CliError> {
     apply_clock(&args.experiment, &mut exp, args.clock, args.without_alerts)?;
     let plan = ablate::plan(&exp, &args.before, &args.after)
         .map_err(|e| CliError::new(format_args!("{e:#}")))?;
-    let est = match args.clock {
-        harness::clock::ClockKind::Real => ablate::estimate(&plan),
-        // At least 10x faster, even in a debug build (BENCHMARKS.md).
-        harness::clock::ClockKind::Virtual => ablate::estimate(&plan) / 10,
-    };
+    let est = args.clock.wall_estimate(ablate::estimate(&plan));
     eprintln!(
         "ablation of {}: {} fix groups ({}), {} runs, estimated {}",
         exp.name,

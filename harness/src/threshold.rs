@@ -142,11 +142,7 @@ impl Search {
     pub fn estimate(&self) -> Duration {
         let all =
             self.per_run * self.max_probes() * self.seeds.len() as u32 * self.variants.len() as u32;
-        match self.clock {
-            crate::clock::ClockKind::Real => all,
-            // At least 10x faster, even in a debug build (BENCHMARKS.md).
-            crate::clock::ClockKind::Virtual => all / 10,
-        }
+        self.clock.wall_estimate(all)
     }
 }
 

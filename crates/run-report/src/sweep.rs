@@ -123,7 +123,7 @@ impl SweepGrid {
                 self.base_seed,
                 self.base_seed + runs.saturating_sub(1),
                 if self.seeds_per_cell > 1 {
-                    "cell: most common class, text: runs that came back"
+                    "cell: the side most runs took, its most common class; text: judged runs that came back"
                 } else {
                     "cell text: recovery time after the residue, or peak failure"
                 }
@@ -175,38 +175,51 @@ impl SweepGrid {
     }
 }
 
-/// The class most of `runs` fell in; a tie goes to the class that did not
-/// come back (a cell half metastable is not called safe), and no run at all
-/// is "not run".
+/// A cell's class over its runs: on the side (came back or not) that more
+/// than half of its judged runs took, that side's most common class; half
+/// and half is the side that did not come back (a cell half metastable is
+/// not called safe). With no judged run, the most common of the rest
+/// (inconclusive, no trigger); with no run at all, "not run".
 fn modal_class(runs: &[&SweepCell]) -> CellClass {
     const WORST_FIRST: [CellClass; 8] = [
         CellClass::Metastable,
         CellClass::NeverHealthy,
         CellClass::Overloaded,
-        CellClass::Inconclusive,
         CellClass::Recovered,
         CellClass::Stable,
+        CellClass::Inconclusive,
         CellClass::NoTrigger,
         CellClass::NotRun,
     ];
     let count = |c: CellClass| runs.iter().filter(|r| r.class == c).count();
-    let most = WORST_FIRST.iter().map(|&c| count(c)).max().unwrap_or(0);
-    match runs.iter().any(|r| r.class != CellClass::NotRun) {
-        false => CellClass::NotRun,
-        true => WORST_FIRST
-            .into_iter()
-            .find(|&c| c != CellClass::NotRun && count(c) == most)
-            .unwrap_or(CellClass::NotRun),
-    }
+    let (back, judged) = came_back_of_judged(runs);
+    let side = |c: CellClass| match c.side() {
+        Some(came_back) if judged > 0 => came_back == (back * 2 > judged),
+        Some(_) => false,
+        None => judged == 0 && c != CellClass::NotRun,
+    };
+    let most = WORST_FIRST
+        .iter()
+        .filter(|&&c| side(c))
+        .map(|&c| count(c))
+        .max()
+        .unwrap_or(0);
+    WORST_FIRST
+        .into_iter()
+        .find(|&c| side(c) && most > 0 && count(c) == most)
+        .unwrap_or(CellClass::NotRun)
+}
+
+/// Of `runs`, how many came back, and how many were judged either way
+/// (not inconclusive, without trigger or not run).
+fn came_back_of_judged(runs: &[&SweepCell]) -> (usize, usize) {
+    let judged: Vec<bool> = runs.iter().filter_map(|r| r.class.side()).collect();
+    (judged.iter().filter(|b| **b).count(), judged.len())
 }
 
 /// A cell's text: for one run, its recovery time or peak failure; for
-/// several, how many of the runs that ran came back (`7/10 back`).
+/// several, how many of its judged runs came back (`7/10 back`).
 fn cell_note(runs: &[&SweepCell], class: CellClass) -> String {
-    let ran: Vec<&&SweepCell> = runs
-        .iter()
-        .filter(|r| r.class != CellClass::NotRun)
-        .collect();
     match (runs, class) {
         (_, CellClass::NotRun) => String::new(),
         ([r], CellClass::Recovered) if r.recovered_after_s.is_some() => {
@@ -215,11 +228,10 @@ fn cell_note(runs: &[&SweepCell], class: CellClass) -> String {
         ([r], _) => r
             .peak_failure_ratio
             .map_or(String::new(), |p| format!("{:.0}%", p * 100.0)),
-        _ => format!(
-            "{}/{} back",
-            ran.iter().filter(|r| r.class.came_back()).count(),
-            ran.len()
-        ),
+        _ => {
+            let (back, judged) = came_back_of_judged(runs);
+            format!("{back}/{judged} back")
+        }
     }
 }
 
@@ -289,7 +301,8 @@ fn html(g: &SweepGrid, caps: &[HiddenCapacity], pngs: &[(String, Vec<u8>)]) -> S
         "<h1>{} — vulnerability map</h1><p class=\"muted\">{}</p>\
          <p>x: load, <code>{}</code>; y: <code>{}</code>. Each cell runs the experiment with \
          its own seeds (base seed + cell index x seeds per cell + k) and is classified by its \
-         reports' verdicts (the most common class; a tie goes to the one that did not come back); the \
+         reports' verdicts (the side, came back or not, that more than half of its judged runs \
+         took, half and half counting as not, then that side's most common class); the \
          thick line separates cells that came back (stable or recovered) from cells that did not \
          (metastable, overloaded, never healthy). Inconclusive cells sit on neither side.</p>",
         escape(&g.experiment),
@@ -549,15 +562,18 @@ mod tests {
     }
 
     #[test]
-    fn several_seeds_per_cell_give_the_most_common_class() {
+    fn several_seeds_per_cell_give_the_side_most_runs_took() {
         let mut g = grid();
-        g.seeds_per_cell = 3;
-        // Cell (0, 0) of before-fix: recovered once more, and metastable twice.
+        g.seeds_per_cell = 4;
+        // Cell (0, 0) of before-fix: recovered, then metastable twice and
+        // never healthy once, all judged.
         let one = g.cells[0].clone();
-        for (k, class) in [CellClass::Metastable, CellClass::Metastable]
-            .into_iter()
-            .enumerate()
-        {
+        let more = [
+            CellClass::NeverHealthy,
+            CellClass::Metastable,
+            CellClass::Metastable,
+        ];
+        for (k, class) in more.into_iter().enumerate() {
             g.cells.push(SweepCell {
                 seed: 100 + k as u64,
                 class,
@@ -566,14 +582,36 @@ mod tests {
         }
         let m = g.heatmap("before-fix");
         assert_eq!(m.cells[0][0], CellClass::Metastable);
-        assert_eq!(m.notes[0][0], "1/3 back");
+        assert_eq!(m.notes[0][0], "1/4 back");
         // The load axis judges by the cell's class, not by its first run.
         assert_eq!(g.capacities()[0].highest_recovered, None);
-        // A tie goes to the class that did not come back.
+        // Half came back: not called safe, even where the most common
+        // single class is recovered (2 recovered, 1 metastable, 1 never healthy).
         g.cells.pop();
-        assert_eq!(g.heatmap("before-fix").cells[0][0], CellClass::Metastable);
-        g.cells.pop();
-        assert_eq!(g.heatmap("before-fix").cells[0][0], CellClass::Recovered);
-        assert!(g.heatmap("before-fix").subtitle.contains("real clock"));
+        g.cells.push(SweepCell {
+            seed: 200,
+            ..one.clone()
+        });
+        let m = g.heatmap("before-fix");
+        assert_eq!(
+            (m.cells[0][0], m.notes[0][0].as_str()),
+            (CellClass::Metastable, "2/4 back")
+        );
+        // More than half came back; inconclusive runs are not judged.
+        g.cells.push(SweepCell {
+            seed: 201,
+            ..one.clone()
+        });
+        g.cells.push(SweepCell {
+            seed: 202,
+            class: CellClass::Inconclusive,
+            ..one.clone()
+        });
+        let m = g.heatmap("before-fix");
+        assert_eq!(
+            (m.cells[0][0], m.notes[0][0].as_str()),
+            (CellClass::Recovered, "3/5 back")
+        );
+        assert!(m.subtitle.contains("real clock"));
     }
 }

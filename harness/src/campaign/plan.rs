@@ -253,15 +253,15 @@ impl Plan {
         jobs
     }
 
-    /// One run's wall time: the load, its drain, the start and the report.
-    /// In virtual time, a tenth of that plus the start (at least 10x
-    /// faster even in a debug build: BENCHMARKS.md).
+    /// One run's wall time: the load and its drain on the campaign's clock
+    /// (`ClockKind::wall_estimate`), plus the process's start and report.
     pub fn per_run(&self) -> Duration {
         let modeled = self.exp.duration + crate::load::drain_time(Duration::from_secs(1), 4);
-        match self.clock {
-            crate::clock::ClockKind::Real => modeled + Duration::from_secs(6),
-            crate::clock::ClockKind::Virtual => modeled / 10 + Duration::from_secs(2),
-        }
+        let start = match self.clock {
+            crate::clock::ClockKind::Real => Duration::from_secs(6),
+            crate::clock::ClockKind::Virtual => Duration::from_secs(2),
+        };
+        self.clock.wall_estimate(modeled) + start
     }
 
     /// The modeled time of every run: its load and its clients' drain.

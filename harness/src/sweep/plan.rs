@@ -110,16 +110,12 @@ pub fn cell_text(
 }
 
 /// Estimated wall time: runs (cells x seeds x variants) x (duration +
-/// drain + start-up) / parallel; on the virtual clock a tenth of that (a
-/// run costs its CPU only: 30-100x faster measured, BENCHMARKS.md).
+/// drain + start-up) / parallel, on `clock` (`ClockKind::wall_estimate`).
 pub fn estimate(runs: usize, duration: Duration, parallel: usize, clock: ClockKind) -> Duration {
     let per =
         duration + crate::load::drain_time(Duration::from_secs(1), 4) + Duration::from_secs(3);
     let waves = (runs as u32).div_ceil(parallel.max(1) as u32);
-    match clock {
-        ClockKind::Real => per * waves,
-        ClockKind::Virtual => per * waves / 10,
-    }
+    clock.wall_estimate(per * waves)
 }
 
 /// One cell of the grid, validated.
@@ -299,7 +295,7 @@ mod tests {
         assert!(one >= Duration::from_secs(50 * 26));
         assert_eq!(two * 2, one);
         let virt = estimate(50, Duration::from_secs(20), 1, ClockKind::Virtual);
-        assert_eq!(virt * 10, one);
+        assert_eq!(virt * 20, one);
     }
 
     fn retry_storm() -> (String, String) {

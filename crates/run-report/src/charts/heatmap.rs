@@ -96,7 +96,7 @@ impl CellClass {
     }
 
     /// Which side of the boundary: None for cells that say nothing either way.
-    fn side(self) -> Option<bool> {
+    pub(crate) fn side(self) -> Option<bool> {
         match self {
             CellClass::NotRun | CellClass::Inconclusive | CellClass::NoTrigger => None,
             c => Some(c.came_back()),
