@@ -121,6 +121,10 @@ fn config(alerts: &Alerts, targets: &[(&str, String)]) -> String {
         i = prom_duration(alerts.scrape_interval),
         e = prom_duration(alerts.evaluation_interval)
     );
+    if alerts.rules.is_empty() {
+        // Only `sustaining:` expressions: the server scrapes, no rules.
+        s = s.replace("rule_files:\n", "rule_files: []\n");
+    }
     for r in &alerts.rules {
         // JSON strings are valid YAML scalars, whatever the path holds.
         s.push_str(&format!("  - {}\n", serde_json::json!(r)));
@@ -389,12 +393,23 @@ impl Monitor {
         sut_base: &str,
         variant: &str,
     ) -> Result<Monitor, PromError> {
+        let metrics = format!("{}/metrics", sut_base.trim_end_matches('/'));
+        Self::start_on(alerts, &metrics, variant).await
+    }
+
+    /// Starts both, the `sut` job scraping `metrics` (the URL of the
+    /// system's metrics: an external target's `target.metrics`).
+    pub(crate) async fn start_on(
+        alerts: &Alerts,
+        metrics: &str,
+        variant: &str,
+    ) -> Result<Monitor, PromError> {
         let recorder = Arc::new(OnceLock::new());
         let client = crate::client_metrics::ClientMetrics::serve(recorder.clone())
             .await
             .map_err(|e| PromError::Io("serving the client-side /metrics".into(), e))?;
         let targets = [
-            ("sut", format!("{}/metrics", sut_base.trim_end_matches('/'))),
+            ("sut", metrics.to_string()),
             ("harness", format!("http://{}/metrics", client.addr)),
         ];
         let prometheus = Prometheus::start(alerts, &targets, variant).await?;
@@ -406,6 +421,11 @@ impl Monitor {
             names: alerts.rule_names.clone(),
             step: alerts.evaluation_interval,
         })
+    }
+
+    /// Its Prometheus server's base URL (for `sustaining:` queries).
+    pub(crate) fn url(&self) -> String {
+        self.prometheus.url()
     }
 
     pub fn attach(&self, recorder: Arc<crate::recorder::Recorder>) {

@@ -5,18 +5,8 @@
 //! end the process runs again (not frozen) and no fault cgroup is left.
 //! Needs root and cgroups; prints SKIPPED otherwise.
 
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-fn sut_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let deps = exe.parent().unwrap();
-    [deps.join("sut"), deps.parent().unwrap().join("sut")]
-        .into_iter()
-        .find(|p| p.is_file())
-        .expect("the sut binary beside the tests (cargo build -p system-under-test)")
-}
+mod common;
+use std::process::Command;
 
 fn skip_reason() -> Option<&'static str> {
     // SAFETY: geteuid has no preconditions.
@@ -38,24 +28,8 @@ fn a_target_without_admin_api_is_broken_by_generic_faults_and_judged() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("system.yaml"), "executor: cpu\n").unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     // Started by hand, as a team would: the harness gets no admin token.
-    let mut sut = Command::new(sut_binary())
-        .args(["--config", &dir.join("system.yaml").display().to_string()])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "sut did not listen");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (mut sut, port) = common::start_sut(&dir.join("system.yaml"));
     let exp = dir.join("external.yaml");
     std::fs::write(
         &exp,
