@@ -54,8 +54,12 @@ pub(super) fn section(h: &mut String, run: &RunData) {
                 format!("<code>{}</code>", escape(&s.expr)),
             ];
             if let Some(why) = &s.unmeasured {
-                cells.push(format!("NOT MEASURED: {}", escape(why)));
-                row(h, "failed", &cells);
+                let _ = writeln!(
+                    h,
+                    "<tr class=\"failed\"><td>{}</td><td colspan=\"5\">NOT MEASURED: {}</td></tr>",
+                    cells.join("</td><td>"),
+                    escape(why)
+                );
                 continue;
             }
             let f = figures(s, v);
