@@ -76,21 +76,33 @@ pub fn check_installed() -> Result<(), PromError> {
 /// function fails, with promtool's message naming the file and the rule.
 pub fn check_rules(alerts: &Alerts) -> Result<(), PromError> {
     check_installed()?;
+    match promtool_check_rules(&alerts.rules)
+        .map_err(|e| PromError::Io("running promtool".into(), e))?
+    {
+        None => Ok(()),
+        Some(text) => Err(PromError::BadRules(text)),
+    }
+}
+
+/// `promtool check rules FILES`: `None` when they pass, else what promtool
+/// said (stdout and stderr, trimmed).
+pub(crate) fn promtool_check_rules(
+    files: &[impl AsRef<std::ffi::OsStr>],
+) -> std::io::Result<Option<String>> {
     let out = Command::new("promtool")
         .arg("check")
         .arg("rules")
-        .args(&alerts.rules)
-        .output()
-        .map_err(|e| PromError::Io("running promtool".into(), e))?;
+        .args(files)
+        .output()?;
     if out.status.success() {
-        return Ok(());
+        return Ok(None);
     }
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    Err(PromError::BadRules(text.trim().to_string()))
+    Ok(Some(text.trim().to_string()))
 }
 
 /// A running Prometheus server, stopped (killed and waited for) on drop.

@@ -18,7 +18,6 @@
 use crate::experiment::{Alerts, Environment, Experiment, ExperimentError};
 use crate::prometheus::{Monitor, PromError};
 use run_report::TargetSeries;
-use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 /// One validated `sustaining:` entry.
@@ -80,19 +79,10 @@ fn check_one(dir: &std::path::Path, s: &SustainingExpr) -> Result<(), CheckError
         serde_json::json!(s.expr)
     );
     std::fs::write(&file, rules).map_err(CheckError::Io)?;
-    let out = Command::new("promtool")
-        .args(["check", "rules"])
-        .arg(&file)
-        .output()
-        .map_err(CheckError::Io)?;
-    if out.status.success() {
+    let Some(text) = crate::prometheus::promtool_check_rules(&[&file]).map_err(CheckError::Io)?
+    else {
         return Ok(());
-    }
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    };
     Err(CheckError::Bad(ExperimentError {
         file: s.site.file.clone(),
         line: s.site.line,
@@ -146,13 +136,13 @@ pub(crate) async fn monitor(
 }
 
 /// Each expression over the variant's `secs` seconds from `from`, one
-/// value a second; what could not be measured says why.
+/// value a second; what could not be measured says why (also on stderr).
 pub(crate) async fn evaluate(
     http: &reqwest::Client,
     prometheus: &str,
     exprs: &[SustainingExpr],
-    from: SystemTime,
-    secs: usize,
+    (from, secs): (SystemTime, usize),
+    variant: &str,
 ) -> Vec<TargetSeries> {
     let start = from
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -169,6 +159,12 @@ pub(crate) async fn evaluate(
         match query_range(http, prometheus, &e.expr, start, secs).await {
             Ok(result) => fill(&mut series, &result, start),
             Err(why) => series.unmeasured = Some(format!("the query failed: {why}")),
+        }
+        if let Some(why) = &series.unmeasured {
+            eprintln!(
+                "WARNING ({variant}): sustaining `{}` not measured: {why}",
+                e.name
+            );
         }
         out.push(series);
     }

@@ -365,8 +365,8 @@ impl<'a> VariantDrive<'a> {
                     &self.http,
                     &url,
                     &self.exp.sustaining,
-                    r.clock.wall_start,
-                    seconds.len(),
+                    (r.clock.wall_start, seconds.len()),
+                    &self.v.name,
                 )
                 .await
             }
