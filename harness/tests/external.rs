@@ -6,7 +6,6 @@
 //! Needs root and cgroups; prints SKIPPED otherwise.
 
 mod common;
-use std::process::Command;
 
 fn skip_reason() -> Option<&'static str> {
     // SAFETY: geteuid has no preconditions.
@@ -24,12 +23,9 @@ fn a_target_without_admin_api_is_broken_by_generic_faults_and_judged() {
         eprintln!("SKIPPED: {why}");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("harness-external-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("system.yaml"), "executor: cpu\n").unwrap();
+    let dir = common::scratch("external");
     // Started by hand, as a team would: the harness gets no admin token.
-    let (mut sut, port) = common::start_sut(&dir.join("system.yaml"));
+    let (mut sut, port) = common::start_sut(&dir);
     let exp = dir.join("external.yaml");
     std::fs::write(
         &exp,
@@ -55,13 +51,7 @@ variants:
         ),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_harness"))
-        .arg(&exp)
-        .args([
-            "--quiet",
-            "--out",
-            &dir.join("reports").display().to_string(),
-        ])
+    let out = common::harness_run(&exp, &dir.join("reports"))
         .env("HARNESS_FAULT_DIR", dir.join("ledger"))
         .output()
         .unwrap();

@@ -69,11 +69,12 @@ pub fn proxy_missing(text: &str) -> Option<String> {
 /// `None` when they are installed. With `HARNESS_REQUIRE_PROMETHEUS=1` (as
 /// in `.ci/run`) a missing installation fails the test instead.
 pub fn prometheus_missing() -> Option<String> {
-    harness::prometheus::check_installed().err().map(|e| {
+    harness::prometheus::check_installed().err().map(|_| {
+        let why = "prometheus/promtool not installed (Debian package `prometheus`)";
         if std::env::var("HARNESS_REQUIRE_PROMETHEUS").is_ok_and(|v| v == "1") {
-            panic!("HARNESS_REQUIRE_PROMETHEUS=1 but {e}");
+            panic!("HARNESS_REQUIRE_PROMETHEUS=1 but {why}");
         }
-        format!("prometheus/promtool not installed (Debian package `prometheus`): {e}")
+        why.to_string()
     })
 }
 
@@ -88,10 +89,12 @@ pub fn sut_binary() -> std::path::PathBuf {
 }
 
 /// The system under test started by hand, as a team would, on a free
-/// loopback port with the config file `config` and no admin token given to
-/// the harness; returns once it listens.
-pub fn start_sut(config: &std::path::Path) -> (std::process::Child, u16) {
+/// loopback port with the CPU executor (its config `dir/system.yaml`) and
+/// no admin token given to the harness; returns once it listens.
+pub fn start_sut(dir: &std::path::Path) -> (std::process::Child, u16) {
     use std::time::{Duration, Instant};
+    let config = dir.join("system.yaml");
+    std::fs::write(&config, "executor: cpu\n").unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -110,4 +113,20 @@ pub fn start_sut(config: &std::path::Path) -> (std::process::Child, u16) {
         std::thread::sleep(Duration::from_millis(50));
     }
     (sut, port)
+}
+
+/// A fresh folder `harness-<name>-<pid>` under the temporary folder.
+pub fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("harness-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `harness EXP --quiet --out OUT`, ready to run (a caller may add to it).
+pub fn harness_run(exp: &std::path::Path, out: &std::path::Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_harness"));
+    cmd.arg(exp)
+        .args(["--quiet", "--out", &out.display().to_string()]);
+    cmd
 }
