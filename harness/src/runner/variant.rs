@@ -358,20 +358,9 @@ impl<'a> VariantDrive<'a> {
             Duration::from_secs(u64::from(self.exp.analysis.recovery_window_s)),
         );
         r.progress.finish();
-        let target_sustaining = match &self.monitor {
-            Some(m) => {
-                let url = m.url();
-                crate::sustaining::evaluate(
-                    &self.http,
-                    &url,
-                    &self.exp.sustaining,
-                    (r.clock.wall_start, seconds.len()),
-                    &self.v.name,
-                )
-                .await
-            }
-            None => Vec::new(),
-        };
+        let target_sustaining = self
+            .target_sustaining(r.clock.wall_start, seconds.len())
+            .await;
         let alerts = self.alerts(r.clock.wall_start, &mut unmeasured).await;
         Ok(Collected {
             seconds,
@@ -384,6 +373,22 @@ impl<'a> VariantDrive<'a> {
             cost: driven.cost,
             unmeasured,
         })
+    }
+
+    /// An external target's `sustaining:` series over the variant's `secs`
+    /// seconds from `wall_start`, read from the monitor's Prometheus.
+    async fn target_sustaining(
+        &self,
+        wall_start: SystemTime,
+        secs: usize,
+    ) -> Vec<run_report::TargetSeries> {
+        let Some(m) = &self.monitor else {
+            return Vec::new();
+        };
+        let url = m.url();
+        let window = (wall_start, secs);
+        crate::sustaining::evaluate(&self.http, &url, &self.exp.sustaining, window, &self.v.name)
+            .await
     }
 
     /// The alert rules' history from the monitor; when it cannot be read,

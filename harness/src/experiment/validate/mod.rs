@@ -6,7 +6,7 @@
 //! incident figures), [`timeline`] (every entry, the baseline before the
 //! first trigger; with [`spike`], load spikes and the arrival steps marked
 //! as triggers) and [`expect`] (metrics, windows, zones, verdicts); [`campaign`] what must hold over
-//! runs.
+//! runs; [`sustaining`] an external target's PromQL and its `target.metrics`.
 
 mod alerts;
 mod campaign;
