@@ -262,6 +262,7 @@ pub async fn start(
                 url,
                 admin_token,
                 components,
+                ..
             },
             _,
         ) => {

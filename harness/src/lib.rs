@@ -46,6 +46,7 @@ pub mod runner;
 pub mod scrape;
 pub(crate) mod spike;
 pub(crate) mod stdout_to_log;
+pub mod sustaining;
 pub mod sweep;
 pub(crate) mod system_client;
 pub mod threshold;

@@ -249,6 +249,7 @@ fn validate(path: &std::path::Path) -> Result<Finished, CliError> {
         harness::prometheus::check_rules(a)
             .map_err(|e| CliError::new(format_args!("{}: alerts.rules: {e}", path.display())))?;
     }
+    harness::sustaining::check(&full).map_err(CliError::new)?;
     for e in std::iter::once(&full).chain(quick.as_ref()) {
         println!(
             "{}: ok{} — {} variant(s), {} timeline entries, {} expectations, {} over runs, {} per variant",

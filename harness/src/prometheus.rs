@@ -76,21 +76,33 @@ pub fn check_installed() -> Result<(), PromError> {
 /// function fails, with promtool's message naming the file and the rule.
 pub fn check_rules(alerts: &Alerts) -> Result<(), PromError> {
     check_installed()?;
+    match promtool_check_rules(&alerts.rules)
+        .map_err(|e| PromError::Io("running promtool".into(), e))?
+    {
+        None => Ok(()),
+        Some(text) => Err(PromError::BadRules(text)),
+    }
+}
+
+/// `promtool check rules FILES`: `None` when they pass, else what promtool
+/// said (stdout and stderr, trimmed).
+pub(crate) fn promtool_check_rules(
+    files: &[impl AsRef<std::ffi::OsStr>],
+) -> std::io::Result<Option<String>> {
     let out = Command::new("promtool")
         .arg("check")
         .arg("rules")
-        .args(&alerts.rules)
-        .output()
-        .map_err(|e| PromError::Io("running promtool".into(), e))?;
+        .args(files)
+        .output()?;
     if out.status.success() {
-        return Ok(());
+        return Ok(None);
     }
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    Err(PromError::BadRules(text.trim().to_string()))
+    Ok(Some(text.trim().to_string()))
 }
 
 /// A running Prometheus server, stopped (killed and waited for) on drop.
@@ -121,6 +133,10 @@ fn config(alerts: &Alerts, targets: &[(&str, String)]) -> String {
         i = prom_duration(alerts.scrape_interval),
         e = prom_duration(alerts.evaluation_interval)
     );
+    if alerts.rules.is_empty() {
+        // Only `sustaining:` expressions: the server scrapes, no rules.
+        s = s.replace("rule_files:\n", "rule_files: []\n");
+    }
     for r in &alerts.rules {
         // JSON strings are valid YAML scalars, whatever the path holds.
         s.push_str(&format!("  - {}\n", serde_json::json!(r)));
@@ -389,12 +405,23 @@ impl Monitor {
         sut_base: &str,
         variant: &str,
     ) -> Result<Monitor, PromError> {
+        let metrics = format!("{}/metrics", sut_base.trim_end_matches('/'));
+        Self::start_on(alerts, &metrics, variant).await
+    }
+
+    /// Starts both, the `sut` job scraping `metrics` (the URL of the
+    /// system's metrics: an external target's `target.metrics`).
+    pub(crate) async fn start_on(
+        alerts: &Alerts,
+        metrics: &str,
+        variant: &str,
+    ) -> Result<Monitor, PromError> {
         let recorder = Arc::new(OnceLock::new());
         let client = crate::client_metrics::ClientMetrics::serve(recorder.clone())
             .await
             .map_err(|e| PromError::Io("serving the client-side /metrics".into(), e))?;
         let targets = [
-            ("sut", format!("{}/metrics", sut_base.trim_end_matches('/'))),
+            ("sut", metrics.to_string()),
             ("harness", format!("http://{}/metrics", client.addr)),
         ];
         let prometheus = Prometheus::start(alerts, &targets, variant).await?;
@@ -406,6 +433,11 @@ impl Monitor {
             names: alerts.rule_names.clone(),
             step: alerts.evaluation_interval,
         })
+    }
+
+    /// Its Prometheus server's base URL (for `sustaining:` queries).
+    pub(crate) fn url(&self) -> String {
+        self.prometheus.url()
     }
 
     pub fn attach(&self, recorder: Arc<crate::recorder::Recorder>) {

@@ -5,18 +5,7 @@
 //! end the process runs again (not frozen) and no fault cgroup is left.
 //! Needs root and cgroups; prints SKIPPED otherwise.
 
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-fn sut_binary() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let deps = exe.parent().unwrap();
-    [deps.join("sut"), deps.parent().unwrap().join("sut")]
-        .into_iter()
-        .find(|p| p.is_file())
-        .expect("the sut binary beside the tests (cargo build -p system-under-test)")
-}
+mod common;
 
 fn skip_reason() -> Option<&'static str> {
     // SAFETY: geteuid has no preconditions.
@@ -34,28 +23,9 @@ fn a_target_without_admin_api_is_broken_by_generic_faults_and_judged() {
         eprintln!("SKIPPED: {why}");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("harness-external-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("system.yaml"), "executor: cpu\n").unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let dir = common::scratch("external");
     // Started by hand, as a team would: the harness gets no admin token.
-    let mut sut = Command::new(sut_binary())
-        .args(["--config", &dir.join("system.yaml").display().to_string()])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "sut did not listen");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (mut sut, port) = common::start_sut(&dir);
     let exp = dir.join("external.yaml");
     std::fs::write(
         &exp,
@@ -81,13 +51,7 @@ variants:
         ),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_harness"))
-        .arg(&exp)
-        .args([
-            "--quiet",
-            "--out",
-            &dir.join("reports").display().to_string(),
-        ])
+    let out = common::harness_run(&exp, &dir.join("reports"))
         .env("HARNESS_FAULT_DIR", dir.join("ledger"))
         .output()
         .unwrap();

@@ -6,33 +6,26 @@
 //! Tests that need `prometheus` print `SKIPPED: ...` where it is not
 //! installed, unless `HARNESS_REQUIRE_PROMETHEUS=1` (as in `.ci/run`).
 
+mod common;
 use harness::experiment::Alerts;
 use harness::prometheus::{Monitor, Prometheus};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
-fn installed() -> bool {
-    harness::prometheus::check_installed().is_ok()
-}
-
 /// False (after printing SKIPPED) when the test cannot run here.
 fn can_run(test: &str) -> bool {
-    if installed() {
-        return true;
+    match common::prometheus_missing() {
+        None => true,
+        Some(why) => {
+            println!("SKIPPED: {test}: {why}");
+            false
+        }
     }
-    if std::env::var("HARNESS_REQUIRE_PROMETHEUS").is_ok_and(|v| v == "1") {
-        panic!("HARNESS_REQUIRE_PROMETHEUS=1 but prometheus/promtool are not installed");
-    }
-    println!("SKIPPED: {test}: prometheus/promtool not installed (Debian package `prometheus`)");
-    false
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("harness-prom-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::scratch(&format!("prom-test-{name}"))
 }
 
 const EXPERIMENT: &str = "name: alerts-test

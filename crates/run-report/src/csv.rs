@@ -10,6 +10,10 @@
 //! labels it; empty when nothing was judged) and `slow_attempts` (attempts
 //! slower than the variant's slow limit, `summary.json`'s
 //! `baseline.slow_above_ms`; empty when latency was not judged).
+//!
+//! An external target's `sustaining:` expressions follow as `target_<name>`
+//! columns (the union of the variants' names; empty where a second has no
+//! sample).
 
 use crate::analysis::verdict::second_roles;
 use crate::analysis::Analysis;
@@ -96,6 +100,7 @@ fn cell(text: &str) -> String {
 /// The whole CSV, header first, rows ordered by variant then second; lines end with `\n`.
 pub fn timeseries_csv(run: &RunData, analysis: &Analysis) -> String {
     let zones = crate::series::run_zone_names(run);
+    let targets = crate::target_sustaining::names(run);
     let mut header = vec!["variant".to_string()];
     header.extend(SECOND_COLUMNS.iter().map(|(n, _)| n.to_string()));
     header.extend(JUDGEMENT_COLUMNS.iter().map(|n| n.to_string()));
@@ -106,6 +111,7 @@ pub fn timeseries_csv(run: &RunData, analysis: &Analysis) -> String {
                 .map(|(n, _)| cell(&format!("zone_{z}_{n}"))),
         );
     }
+    header.extend(targets.iter().map(|n| cell(&format!("target_{n}"))));
     let mut out = header.join(",");
     out.push('\n');
     for v in &run.variants {
@@ -138,6 +144,12 @@ pub fn timeseries_csv(run: &RunData, analysis: &Analysis) -> String {
                     if let Some(zs) = zs {
                         out.push_str(&get(zs));
                     }
+                }
+            }
+            for n in &targets {
+                out.push(',');
+                if let Some(x) = crate::target_sustaining::value_at(v, n, s.t as usize) {
+                    out.push_str(&f(x));
                 }
             }
             out.push('\n');
@@ -214,5 +226,56 @@ mod tests {
             .skip(1)
             .all(|l| l.replace("\"a,b\"", "x").split(',').count() == n));
         assert!(lines[1].contains(",,"), "NaN p99 is an empty cell");
+    }
+
+    #[test]
+    fn target_series_follow_as_columns() {
+        let series = |name: &str, values| crate::target_sustaining::TargetSeries {
+            name: name.into(),
+            values,
+            ..Default::default()
+        };
+        let seconds = vec![
+            Second::default(),
+            Second {
+                t: 1,
+                ..Second::default()
+            },
+        ];
+        let run = RunData {
+            variants: vec![
+                VariantRun {
+                    name: "a".into(),
+                    seconds: seconds.clone(),
+                    target_sustaining: vec![series("dup", vec![Some(2.5), None])],
+                    ..VariantRun::default()
+                },
+                VariantRun {
+                    name: "b".into(),
+                    seconds,
+                    target_sustaining: vec![series("queue", vec![Some(1.0), Some(3.0)])],
+                    ..VariantRun::default()
+                },
+            ],
+            ..RunData::default()
+        };
+        let csv = timeseries_csv(&run, &crate::analysis::analyse(&run));
+        let lines: Vec<&str> = csv.lines().collect();
+        assert!(
+            lines[0].ends_with(",target_dup,target_queue"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[1].starts_with("a,0,") && lines[1].ends_with(",2.5,"),
+            "{}",
+            lines[1]
+        );
+        assert!(lines[2].ends_with(",,"), "{}", lines[2]);
+        assert!(
+            lines[4].starts_with("b,1,") && lines[4].ends_with(",,3"),
+            "{}",
+            lines[4]
+        );
     }
 }

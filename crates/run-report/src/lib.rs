@@ -37,6 +37,7 @@ mod sha256;
 pub mod stats;
 mod summary;
 pub mod sweep;
+mod target_sustaining;
 pub mod threshold;
 mod write;
 mod xml;
@@ -65,4 +66,5 @@ pub use metrics::{
 pub use model::*;
 pub use sha256::sha256_hex;
 pub use summary::{run_json, summary_json, SCHEMA_VERSION};
+pub use target_sustaining::{figures as target_figures, TargetFigures, TargetSeries};
 pub use write::{read_run, write_files, write_report, REPORT_FILES};

@@ -284,6 +284,11 @@ pub struct VariantRun {
     /// recorded before it was measured).
     #[serde(default)]
     pub gpu_pacing: Option<crate::gpu_pacing::GpuPacing>,
+    /// An external target's own sustaining effects (`sustaining:` PromQL
+    /// expressions on the run's Prometheus), one series each; empty
+    /// without them (and left out of run.json then).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub target_sustaining: Vec<crate::target_sustaining::TargetSeries>,
 }
 
 /// One load agent of a variant: its shard of the schedule and how it ended.

@@ -50,7 +50,10 @@
 //!                     lag_max_ms, machine_share: f64 | null, delivered_as_planned: bool,
 //!                     warnings: [str] },
 //!     "gpu_pacing": null | { run_s, model_s (back-to-back GPU batches as run and as modeled),
-//!                     slower_by: f64 | null, warning: str | null }
+//!                     slower_by: f64 | null, warning: str | null },
+//!     "target_sustaining": [{ name, expr, samples, mean, max, before_trigger, after_residue,
+//!                     after_residue_from_s (f64 | null each), unmeasured: str | null }]
+//!                     (an external target's `sustaining:` expressions; empty without them)
 //!   }],
 //!   "expectations": [{ variant, metric (as written, with {zone} and [window]), metric_name, zone, window,
 //!                      op, value, expected (the source text), measured: f64 | null, passed, message }],
@@ -141,6 +144,7 @@ fn variant(v: &VariantRun, a: &VariantAnalysis) -> Value {
             "run_s": p.run_secs, "model_s": p.model_secs, "slower_by": p.slower_by(),
             "warning": p.warning(),
         })),
+        "target_sustaining": crate::target_sustaining::summary(v),
         "harness_cost": v.harness_cost.as_ref().map(|c| {
             let mut o = serde_json::to_value(c).unwrap_or(Value::Null);
             if let Value::Object(m) = &mut o {

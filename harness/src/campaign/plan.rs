@@ -178,6 +178,7 @@ impl Plan {
             crate::prometheus::check_installed().map_err(CliError::new)?;
             crate::prometheus::check_rules(a).map_err(CliError::new)?;
         }
+        crate::sustaining::check(&exp).map_err(CliError::new)?;
         let seeds = match (&saved, &args.seeds) {
             (Some(s), _) => s.seeds.clone(),
             (None, Some(text)) => experiment::parse_seeds(text)

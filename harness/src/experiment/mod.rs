@@ -45,6 +45,9 @@ pub struct Experiment {
     /// Why the file's `alerts:` were left out of this run (`--without-alerts`
     /// in virtual time); its alert metrics then read n/a, never 0.
     pub alerts_left_out: Option<String>,
+    /// `sustaining:` an external target's own sustaining effects, as PromQL
+    /// on the run's Prometheus (empty elsewhere).
+    pub sustaining: Vec<crate::sustaining::SustainingExpr>,
     /// `campaign:` defaults and what must hold over runs.
     pub campaign: run_report::campaign::CampaignSpec,
     /// The file's text, for the report.
@@ -63,6 +66,9 @@ pub enum Environment {
         url: String,
         admin_token: Option<String>,
         components: std::collections::BTreeMap<String, crate::faults::ExternalComponent>,
+        /// Its Prometheus metrics URL when not `{url}/metrics`: what the
+        /// run's Prometheus scrapes for `sustaining:` and `alerts:`.
+        metrics: Option<String>,
     },
     /// The system under test as containers (gateway, one pool per zone, Redis).
     Containers {

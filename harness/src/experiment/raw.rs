@@ -71,6 +71,25 @@ pub struct RawExperiment {
     #[serde(default)]
     #[schemars(with = "Option<RawCampaign>")]
     pub campaign: Option<Spanned<RawCampaign>>,
+    /// An external target's own sustaining effects: PromQL expressions over
+    /// `target.metrics`, evaluated on the run's Prometheus and reported per
+    /// variant (external targets only).
+    #[serde(default)]
+    #[schemars(with = "Vec<RawSustaining>")]
+    pub sustaining: Vec<Spanned<RawSustaining>>,
+}
+
+/// One `sustaining:` entry: a name (unique; the report's column
+/// `target_<name>`) and a PromQL expression that gives one series.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawSustaining {
+    /// Letters, digits, `_` or `-`, unique in the file.
+    #[schemars(with = "String")]
+    pub name: Spanned<String>,
+    /// PromQL giving one series, e.g. `sum(rate(sut_pages_recomputed_total[5s]))`.
+    #[schemars(with = "String")]
+    pub expr: Spanned<String>,
 }
 
 /// `campaign:` what a campaign of this experiment runs by default and what
@@ -141,6 +160,12 @@ pub struct RawTarget {
     /// Its parts that generic faults may act on, by name.
     #[serde(default)]
     pub components: std::collections::BTreeMap<String, crate::faults::ExternalComponent>,
+    /// The target's Prometheus metrics URL (e.g. `http://127.0.0.1:9100/metrics`),
+    /// scraped by the run's Prometheus for `sustaining:` and `alerts:`;
+    /// loopback unless `allow_remote`.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub metrics: Option<Spanned<String>>,
     #[serde(default)]
     pub allow_remote: bool,
 }

@@ -85,6 +85,7 @@ pub async fn run(
     if let Some(a) = &exp.alerts {
         crate::prometheus::check_rules(a)?;
     }
+    crate::sustaining::check(exp)?;
     let (executor, capacity) = match opts.clock {
         ClockKind::Real => {
             let executor = environment::executor(exp)?;

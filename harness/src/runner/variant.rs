@@ -60,7 +60,8 @@ struct VariantDrive<'a> {
     /// The load agents (`--agents`), every one joined; `None`: the load
     /// runs in this process.
     coordinator: Option<Coordinator>,
-    /// The experiment's Prometheus with its alert rules (`alerts:`).
+    /// The experiment's Prometheus, for its alert rules (`alerts:`) and
+    /// an external target's `sustaining:` expressions.
     monitor: Option<crate::prometheus::Monitor>,
     /// What the timeline did, in order.
     events: Arc<Mutex<Vec<TimelineEvent>>>,
@@ -110,6 +111,8 @@ struct Collected {
     last: Scrape,
     triggers: Vec<TriggerSpan>,
     alerts: Vec<run_report::AlertHistory>,
+    /// An external target's `sustaining:` series.
+    target_sustaining: Vec<run_report::TargetSeries>,
     load: load::LoadOutcome,
     agents: Vec<run_report::AgentRecord>,
     cost: Option<run_report::HarnessCost>,
@@ -138,10 +141,7 @@ impl<'a> VariantDrive<'a> {
             Some(a) => Some(join_agents(exp, a, target).await?),
             None => None,
         };
-        let monitor = match &exp.alerts {
-            Some(a) => Some(crate::prometheus::Monitor::start(a, &base, &v.name).await?),
-            None => None,
-        };
+        let monitor = crate::sustaining::monitor(exp, &base, &v.name).await?;
         Ok(VariantDrive {
             exp,
             v,
@@ -358,17 +358,37 @@ impl<'a> VariantDrive<'a> {
             Duration::from_secs(u64::from(self.exp.analysis.recovery_window_s)),
         );
         r.progress.finish();
+        let target_sustaining = self
+            .target_sustaining(r.clock.wall_start, seconds.len())
+            .await;
         let alerts = self.alerts(r.clock.wall_start, &mut unmeasured).await;
         Ok(Collected {
             seconds,
             last,
             triggers,
             alerts,
+            target_sustaining,
             load: driven.load.context("driving the load")?,
             agents: driven.agents,
             cost: driven.cost,
             unmeasured,
         })
+    }
+
+    /// An external target's `sustaining:` series over the variant's `secs`
+    /// seconds from `wall_start`, read from the monitor's Prometheus.
+    async fn target_sustaining(
+        &self,
+        wall_start: SystemTime,
+        secs: usize,
+    ) -> Vec<run_report::TargetSeries> {
+        let Some(m) = &self.monitor else {
+            return Vec::new();
+        };
+        let url = m.url();
+        let window = (wall_start, secs);
+        crate::sustaining::evaluate(&self.http, &url, &self.exp.sustaining, window, &self.v.name)
+            .await
     }
 
     /// The alert rules' history from the monitor; when it cannot be read,
@@ -435,6 +455,7 @@ impl<'a> VariantDrive<'a> {
             agents: c.agents,
             harness_cost: c.cost,
             gpu_pacing: Some(gpu_pacing),
+            target_sustaining: c.target_sustaining,
         }
     }
 }

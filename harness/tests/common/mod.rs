@@ -1,6 +1,7 @@
 //! What the tests share: a process's live children, read from /proc,
-//! whether a pid is still alive (a zombie is not), and why an experiment
-//! with a proxy gateway cannot run here.
+//! whether a pid is still alive (a zombie is not), why an experiment
+//! with a proxy gateway or Prometheus cannot run here, and the `sut`
+//! binary a test starts by hand.
 // Each test crate uses part of this module.
 #![allow(dead_code)]
 
@@ -62,4 +63,70 @@ pub fn proxy_missing(text: &str) -> Option<String> {
                 if b == "nginx" { "nginx-light" } else { b }
             )
         })
+}
+
+/// Why a test that needs `prometheus` and `promtool` cannot run here;
+/// `None` when they are installed. With `HARNESS_REQUIRE_PROMETHEUS=1` (as
+/// in `.ci/run`) a missing installation fails the test instead.
+pub fn prometheus_missing() -> Option<String> {
+    harness::prometheus::check_installed().err().map(|_| {
+        let why = "prometheus/promtool not installed (Debian package `prometheus`)";
+        if std::env::var("HARNESS_REQUIRE_PROMETHEUS").is_ok_and(|v| v == "1") {
+            panic!("HARNESS_REQUIRE_PROMETHEUS=1 but {why}");
+        }
+        why.to_string()
+    })
+}
+
+/// The `sut` binary cargo built beside the test binaries.
+pub fn sut_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    [deps.join("sut"), deps.parent().unwrap().join("sut")]
+        .into_iter()
+        .find(|p| p.is_file())
+        .expect("the sut binary beside the tests (cargo build -p system-under-test)")
+}
+
+/// The system under test started by hand, as a team would, on a free
+/// loopback port with the CPU executor (its config `dir/system.yaml`) and
+/// no admin token given to the harness; returns once it listens.
+pub fn start_sut(dir: &std::path::Path) -> (std::process::Child, u16) {
+    use std::time::{Duration, Instant};
+    let config = dir.join("system.yaml");
+    std::fs::write(&config, "executor: cpu\n").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let sut = std::process::Command::new(sut_binary())
+        .args(["--config", &config.display().to_string()])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "sut did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (sut, port)
+}
+
+/// A fresh folder `harness-<name>-<pid>` under the temporary folder.
+pub fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("harness-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `harness EXP --quiet --out OUT`, ready to run (a caller may add to it).
+pub fn harness_run(exp: &std::path::Path, out: &std::path::Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_harness"));
+    cmd.arg(exp)
+        .args(["--quiet", "--out", &out.display().to_string()]);
+    cmd
 }

@@ -8,6 +8,7 @@ mod cost;
 mod detection;
 mod sections;
 pub(crate) mod table;
+mod target;
 mod verdict;
 
 use crate::analysis::Analysis;
@@ -83,6 +84,7 @@ pub fn render_html(run: &RunData, analysis: &Analysis, charts: &Charts) -> Strin
     sections::expectations(&mut h, analysis);
     sections::fidelity(&mut h, analysis);
     verdict::explained(&mut h, run, analysis);
+    target::section(&mut h, run);
     let _ = write!(
         h,
         "<section id=\"charts\">\n<h2>Failure waves</h2>\n\

@@ -86,22 +86,15 @@ pub(super) fn environment(cx: &Ctx, raw: &RawExperiment) -> Result<Environment, 
                         "environment external needs `target: { url: ... }`",
                     )
                 })?;
-                let url = t.url.value.trim_end_matches('/').to_string();
-                let parsed = reqwest::Url::parse(&url)
-                    .map_err(|e| cx.err(&t.url.referenced, "target.url", e.to_string()))?;
-                let host = parsed.host_str().unwrap_or("");
-                let loopback = host == "localhost"
-                    || host
-                        .trim_matches(['[', ']'])
-                        .parse::<std::net::IpAddr>()
-                        .is_ok_and(|ip| ip.is_loopback());
-                if !loopback && !t.allow_remote {
-                    return Err(cx.err(&t.url.referenced, "target.url", "is not a loopback address; load tests send traffic to this machine only unless `allow_remote: true` is set"));
-                }
                 Environment::External {
-                    url,
+                    url: target_url(cx, &t.url, "target.url", t.allow_remote)?,
                     admin_token: t.admin_token.clone(),
                     components: t.components.clone(),
+                    metrics: t
+                        .metrics
+                        .as_ref()
+                        .map(|m| target_url(cx, m, "target.metrics", t.allow_remote))
+                        .transpose()?,
                 }
             }
             EnvironmentKind::Containers => Environment::Containers {
@@ -109,6 +102,32 @@ pub(super) fn environment(cx: &Ctx, raw: &RawExperiment) -> Result<Environment, 
             },
         },
     })
+}
+
+/// A URL of the target (`field`), its trailing `/` trimmed: it must parse,
+/// and be loopback unless `allow_remote`.
+fn target_url(
+    cx: &Ctx,
+    u: &Spanned<String>,
+    field: &str,
+    allow_remote: bool,
+) -> Result<String, ExperimentError> {
+    let url = u.value.trim().trim_end_matches('/').to_string();
+    let parsed =
+        reqwest::Url::parse(&url).map_err(|e| cx.err(&u.referenced, field, e.to_string()))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(cx.err(&u.referenced, field, "must be an http:// or https:// URL"));
+    }
+    let host = parsed.host_str().unwrap_or("");
+    let loopback = host == "localhost"
+        || host
+            .trim_matches(['[', ']'])
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if !loopback && !allow_remote {
+        return Err(cx.err(&u.referenced, field, "is not a loopback address; load tests send traffic to this machine only unless `allow_remote: true` is set"));
+    }
+    Ok(url)
 }
 
 /// The images `environment: containers` (or `--environment containers`) runs.
