@@ -164,7 +164,7 @@ impl Gateway {
                 .with(|mut r| policy.on_failure(attempt, failure, now(), &mut r));
             match decision {
                 Decision::Retry { after } => {
-                    tokio::time::sleep(after).await;
+                    tokio::time::sleep(after + self.entropy.timer_lateness()).await;
                     attempt += 1;
                 }
                 Decision::GiveUp(_) => {

@@ -384,7 +384,7 @@ impl Pool {
         let (job, mut results) = self.gpu.open_job(tenant, doc);
         for page in 0..pages {
             if !self.cfg.split_time.is_zero() {
-                tokio::time::sleep(self.cfg.split_time).await;
+                tokio::time::sleep(self.cfg.split_time + self.entropy.timer_lateness()).await;
             }
             let spec = PageSpec {
                 doc_seed: doc,
