@@ -244,19 +244,7 @@ pub async fn start(
             start_components(v, &exp.network_faulted()).await
         }
         (Environment::Embedded, Some(executor)) => start_embedded(v, executor).await,
-        (Environment::Containers { images }, _) => {
-            let set = crate::containers::start(&v.name, &v.system, images)
-                .await
-                .with_context(|| format!("starting the containers of {}", v.name))?;
-            report_pool_executors(&set.base_url).await;
-            let mut target =
-                Target::elsewhere(set.base_url.clone(), Some(v.system.admin_token.clone()));
-            if exp.needs_components() {
-                target.faults = Some(Arc::new(container_faults(&set)?));
-            }
-            target.containers = Some(set);
-            Ok(target)
-        }
+        (Environment::Containers { images }, _) => start_containers(exp, v, images).await,
         (
             Environment::External {
                 url,
@@ -311,10 +299,63 @@ async fn start_embedded(v: &Variant, executor: Arc<dyn PageExecutor>) -> anyhow:
     })
 }
 
+/// The variant's containers (`containers/`); with a proxy gateway the
+/// target holds its face, and with generic faults an injector acting
+/// through `docker` and the fault proxies in the paths they name.
+async fn start_containers(
+    exp: &Experiment,
+    v: &Variant,
+    images: &crate::containers::ContainerImages,
+) -> anyhow::Result<Target> {
+    let network = exp.network_faulted();
+    let mut set = crate::containers::start(&v.name, &v.system, images, &network)
+        .await
+        .with_context(|| format!("starting the containers of {}", v.name))?;
+    report_pool_executors(&set.base_url).await;
+    let mut target = Target::elsewhere(set.base_url.clone(), Some(v.system.admin_token.clone()));
+    if let Some(face) = set.face.take() {
+        target.base_url = face.face_url.clone();
+        target.proxy = Some(face);
+    }
+    if exp.needs_components() {
+        let mut faulted = std::mem::take(&mut set.fault_proxies);
+        fault_proxy_into_gateway(&mut target, &network, &mut faulted).await?;
+        target.faults = Some(Arc::new(container_faults(&set, faulted)?));
+    }
+    target.containers = Some(set);
+    Ok(target)
+}
+
+/// With a `network` fault on the gateway (in `network`), the load reaches
+/// it through a fault proxy on loopback (added to `faulted`); the
+/// harness's own scrapes and admin commands do not.
+async fn fault_proxy_into_gateway(
+    target: &mut Target,
+    network: &std::collections::BTreeSet<String>,
+    faulted: &mut FaultProxies,
+) -> anyhow::Result<()> {
+    if !network.contains("gateway") {
+        return Ok(());
+    }
+    let to = target.load_url();
+    let to: std::net::SocketAddr = to
+        .trim_start_matches("http://")
+        .parse()
+        .with_context(|| format!("the gateway's address {to}"))?;
+    let p = crate::faults::fault_proxy::FaultProxy::start(to).await?;
+    target.load_via = Some(format!("http://{}", p.addr));
+    faulted.insert("gateway".to_string(), Arc::new(p));
+    Ok(())
+}
+
+/// The fault proxy in the path into each component a `network` fault names.
+type FaultProxies = std::collections::BTreeMap<String, Arc<crate::faults::fault_proxy::FaultProxy>>;
+
 /// Generic faults on the variant's containers: `pool-Z` and `gateway`
-/// mapped to their container ids.
+/// mapped to their container ids, and the fault proxies `faulted`.
 fn container_faults(
     set: &crate::containers::ContainerSet,
+    faulted: FaultProxies,
 ) -> anyhow::Result<crate::faults::Injector> {
     let ledger = Arc::new(crate::faults::ledger::Ledger::open()?);
     let map = set
@@ -329,7 +370,9 @@ fn container_faults(
             Some((name, id))
         })
         .collect();
-    Ok(crate::faults::Injector::for_containers(ledger, map))
+    Ok(crate::faults::Injector::for_containers(
+        ledger, map, faulted,
+    ))
 }
 
 /// A Redis cache without a URL: our own redis-server for this variant,
@@ -400,18 +443,7 @@ async fn start_components(
     };
     let mut target = Target::elsewhere(base_url, Some(v.system.admin_token.clone()));
     target.proxy = proxy;
-    if network.contains("gateway") {
-        // The load reaches the gateway through the fault proxy (the
-        // harness's own scrapes and admin commands do not).
-        let to = target.load_url();
-        let to: std::net::SocketAddr = to
-            .trim_start_matches("http://")
-            .parse()
-            .with_context(|| format!("the gateway's address {to}"))?;
-        let p = crate::faults::fault_proxy::FaultProxy::start(to).await?;
-        target.load_via = Some(format!("http://{}", p.addr));
-        faulted.insert("gateway".to_string(), Arc::new(p));
-    }
+    fault_proxy_into_gateway(&mut target, network, &mut faulted).await?;
     target.redis = redis;
     let injector = crate::faults::Injector::new(set.clone(), ledger, faulted);
     target.faults = Some(Arc::new(injector));
@@ -427,7 +459,7 @@ async fn start_pools(
     file: &str,
     zones: &[String],
     network: &std::collections::BTreeSet<String>,
-    faulted: &mut std::collections::BTreeMap<String, Arc<crate::faults::fault_proxy::FaultProxy>>,
+    faulted: &mut FaultProxies,
 ) -> anyhow::Result<Vec<(String, std::net::SocketAddr)>> {
     let mut pools = Vec::new();
     for z in zones {
