@@ -13,7 +13,7 @@ mod common;
 
 use common::{
     assert_not_listening, assert_three_tries_each, containers_left, containers_missing,
-    HAPROXY_THREE_TRIES, NGINX_THREE_TRIES,
+    containers_named, HAPROXY_THREE_TRIES, NGINX_THREE_TRIES,
 };
 use harness::containers::ContainerImages;
 use harness::experiment::parse;
@@ -65,6 +65,7 @@ fn experiment(
         .replace("TIMELINE", timeline)
         .replace("VARIANT", variant);
     let file = dir.join("exp.yaml");
+    std::fs::write(&file, &text).unwrap();
     let exp = parse(&text, &file.display().to_string(), false).unwrap();
     (dir, exp)
 }
@@ -170,5 +171,36 @@ async fn network_faults_in_containers_go_through_fault_proxies() {
     );
     assert_not_listening(&proxies);
     assert_eq!(containers_left("network"), Vec::<String>::new());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A proxy image that was never built: the run exits 2 before any
+/// container starts, and the error names the command that builds it.
+#[test]
+fn a_missing_proxy_image_exits_2_and_names_images_sh() {
+    let images = ContainerImages::resolve(None, None);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    if let Some(why) = rt.block_on(containers_missing(&[&images.sut], false)) {
+        println!("SKIPPED: {why}");
+        return;
+    }
+    let gateway = "{ retry: { max_attempts: 1 }, proxy: { haproxy: { config: proxy.conf } } }";
+    let (dir, _) = experiment("missing", gateway, "  []", Some(HAPROXY_THREE_TRIES));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_harness"))
+        .arg(dir.join("exp.yaml"))
+        .args(["--quiet", "--out"])
+        .arg(dir.join("reports"))
+        .env("HARNESS_HAPROXY_IMAGE", "overload-harness/never-built:none")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("overload-harness/never-built:none")
+            && stderr.contains("bash ci/images.sh"),
+        "{stderr}"
+    );
+    // Nothing started (the harness child's containers would carry its pid).
+    assert_eq!(containers_named("overload-missing-"), Vec::<String>::new());
     let _ = std::fs::remove_dir_all(dir);
 }

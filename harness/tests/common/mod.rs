@@ -81,7 +81,12 @@ pub async fn containers_missing(images: &[&str], proxy: bool) -> Option<String> 
 /// still there (`overload-<variant>-<pid>-...`), after waiting up to 10 s for
 /// their removal to finish.
 pub fn containers_left(variant: &str) -> Vec<String> {
-    let prefix = format!("overload-{variant}-{}-", std::process::id());
+    containers_named(&format!("overload-{variant}-{}-", std::process::id()))
+}
+
+/// The containers and networks whose names start with `prefix`, after
+/// waiting up to 10 s for their removal to finish.
+pub fn containers_named(prefix: &str) -> Vec<String> {
     let list = |args: &[&str]| -> Vec<String> {
         let out = std::process::Command::new("docker")
             .args(args)
