@@ -94,7 +94,7 @@ pub fn containers_named(prefix: &str) -> Vec<String> {
             .expect("docker");
         String::from_utf8_lossy(&out.stdout)
             .lines()
-            .filter(|l| l.starts_with(&prefix))
+            .filter(|l| l.starts_with(prefix))
             .map(String::from)
             .collect()
     };
