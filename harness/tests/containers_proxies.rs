@@ -94,6 +94,8 @@ fn mounts_left() -> Vec<PathBuf> {
 
 /// Every attempt fails (`zone_fail` at 100 %), so each request costs
 /// exactly the proxy's three tries, read from the proxy in its container.
+/// From 1 s the proxy reaches the pool through a fault proxy (a `network`
+/// delay on `pool-z1`), and each try takes that delay.
 async fn three_tries_per_request(kind: &str, config: &str) {
     let images = ContainerImages::resolve(None, None);
     let image = if kind == "haproxy" {
@@ -108,10 +110,20 @@ async fn three_tries_per_request(kind: &str, config: &str) {
     let gateway = format!(
         "{{ retry: {{ max_attempts: 1 }}, proxy: {{ {kind}: {{ config: proxy.conf }} }} }}"
     );
-    let timeline = "  - { at: 0s, fault: { zone_fail: { zone: z1, ratio: 1.0 } }, trigger: false }";
+    let timeline = "  - { at: 0s, fault: { zone_fail: { zone: z1, ratio: 1.0 } }, trigger: false }\n  - { at: 1s, duration: 3s, fault: { network: { component: pool-z1, delay: 100ms } }, trigger: false }";
     let (dir, exp) = experiment(kind, &gateway, timeline, Some(config));
     let o = run(&dir, &exp).await;
-    assert_three_tries_each(kind, &o.run.variants[0]);
+    let v = &o.run.variants[0];
+    assert_three_tries_each(kind, v);
+    // From 1 s each of the three tries crossed the fault proxy's 100 ms
+    // each way: the proxy container reached the pool through it.
+    let p50 = |t: usize| v.seconds.get(t).map_or(0.0, |s| s.p50_ms);
+    assert!(
+        p50(2) >= 500.0 && p50(0) < 300.0,
+        "{kind}: p50 {} at 0 s, {} at 2 s",
+        p50(0),
+        p50(2)
+    );
     assert_eq!(containers_left(kind), Vec::<String>::new(), "{kind}: left");
     assert_eq!(mounts_left(), Vec::<PathBuf>::new(), "{kind}: folders left");
     let _ = std::fs::remove_dir_all(dir);
@@ -164,9 +176,10 @@ async fn network_faults_in_containers_go_through_fault_proxies() {
     assert!(proxies.iter().any(|p| p.starts_with("127.")), "{proxies:?}");
     let p50 = |t: usize| v.seconds.get(t).map(|s| s.p50_ms).unwrap_or(0.0);
     assert!(
-        p50(2) >= 190.0 && p50(0) < 190.0,
-        "p50 {} at 0 s, {} at 2 s",
+        p50(1) >= 100.0 && p50(2) >= 190.0 && p50(0) < 100.0,
+        "p50 {} at 0 s, {} at 1 s (pool's path), {} at 2 s (gateway's)",
         p50(0),
+        p50(1),
         p50(2)
     );
     assert_not_listening(&proxies);
