@@ -8,30 +8,38 @@
 #                                 through wgpu; `harness` is there for the load
 #                                 agents and the coordinator (`render k8s`)
 #   overload-harness/redis:local  this machine's redis-server and its libraries
+#   overload-harness/haproxy:local, overload-harness/nginx:local
+#                                 this machine's haproxy and nginx, for a proxy
+#                                 gateway in containers (each built only where
+#                                 its binary is installed)
 #
 # Each is `FROM scratch` plus a root filesystem assembled with ldd. Usage:
 #   bash ci/images.sh [--release] [--sut-tag NAME:TAG] [--redis-tag NAME:TAG]
+#                     [--proxies-only]
 # Needs: docker, cargo, redis-server, mesa-vulkan-drivers (for the GPU path;
-# without it the pools fall back to the CPU and say so loudly).
+# without it the pools fall back to the CPU and say so loudly); haproxy and
+# nginx-light for the proxy images.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 profile=debug
 sut_tag=overload-harness/sut:local
 redis_tag=overload-harness/redis:local
+proxies_only=no
 while [ $# -gt 0 ]; do
   case "$1" in
     --release) profile=release ;;
     --sut-tag) sut_tag="$2"; shift ;;
     --redis-tag) redis_tag="$2"; shift ;;
-    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
+    --proxies-only) proxies_only=yes ;;
+    -h|--help) sed -n 2,19p "$0"; exit 0 ;;
     *) echo "images.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
 done
 
 command -v docker >/dev/null || { echo "images.sh: docker is not installed" >&2; exit 2; }
-command -v redis-server >/dev/null || { echo "images.sh: redis-server is not installed (apt-get install -y redis-server)" >&2; exit 2; }
+[ "$proxies_only" = yes ] || command -v redis-server >/dev/null || { echo "images.sh: redis-server is not installed (apt-get install -y redis-server)" >&2; exit 2; }
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -50,6 +58,37 @@ add_with_libs() {
     done
   done
 }
+
+# --- haproxy, nginx ------------------------------------------------------
+# Debian's proxy binaries as they run on this machine, for a proxy gateway
+# in the containers environment (`containers/proxy.rs` copies in the filled
+# configuration): the binary and its libraries, and what each opens besides
+# its file. nginx's master drops its workers to `nobody`, so the image
+# carries a passwd and group with that user (and an nsswitch.conf that reads
+# them), and its compiled-in folders /var/lib/nginx and /var/log/nginx.
+proxy_image() {
+  local kind="$1" bin tag="overload-harness/$1:local" package="$1"
+  [ "$kind" = nginx ] && package=nginx-light
+  bin="$(command -v "$kind" || true)"
+  if [ -z "$bin" ]; then
+    echo "images.sh: $kind is not installed, so $tag is not built (apt-get install -y $package)" >&2
+    return 0
+  fi
+  local root="$work/$kind/rootfs"
+  mkdir -p "$root/tmp" "$root/etc/$kind" "$root/run" "$root/var/log/harness"
+  chmod 1777 "$root/tmp"
+  add_with_libs "$root" "$bin"
+  printf 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n' >"$root/etc/passwd"
+  printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
+  printf 'passwd: files\ngroup: files\nhosts: files dns\n' >"$root/etc/nsswitch.conf"
+  [ "$kind" = nginx ] && mkdir -p "$root/var/lib/nginx" "$root/var/log/nginx"
+  printf 'FROM scratch\nCOPY rootfs/ /\nEXPOSE 8080\nENTRYPOINT ["%s"]\n' "$bin" >"$work/$kind/Dockerfile"
+  docker build -q -t "$tag" "$work/$kind" >/dev/null
+  echo "images.sh: built $tag ($(du -sh "$root" | cut -f1), $("$bin" -v 2>&1 | head -1))"
+}
+proxy_image haproxy
+proxy_image nginx
+[ "$proxies_only" = yes ] && exit 0
 
 # --- sut ---------------------------------------------------------------
 # One build of both binaries with the workspace's features, the set that

@@ -14,6 +14,9 @@ use gpu_executor::PageExecutor;
 use std::sync::Arc;
 use sut::System;
 
+mod split;
+use split::{start_components, start_containers};
+
 /// A running system under test.
 pub struct Target {
     pub base_url: String,
@@ -244,19 +247,7 @@ pub async fn start(
             start_components(v, &exp.network_faulted()).await
         }
         (Environment::Embedded, Some(executor)) => start_embedded(v, executor).await,
-        (Environment::Containers { images }, _) => {
-            let set = crate::containers::start(&v.name, &v.system, images)
-                .await
-                .with_context(|| format!("starting the containers of {}", v.name))?;
-            report_pool_executors(&set.base_url).await;
-            let mut target =
-                Target::elsewhere(set.base_url.clone(), Some(v.system.admin_token.clone()));
-            if exp.needs_components() {
-                target.faults = Some(Arc::new(container_faults(&set)?));
-            }
-            target.containers = Some(set);
-            Ok(target)
-        }
+        (Environment::Containers { images }, _) => start_containers(exp, v, images).await,
         (
             Environment::External {
                 url,
@@ -312,27 +303,6 @@ async fn start_embedded(v: &Variant, executor: Arc<dyn PageExecutor>) -> anyhow:
     })
 }
 
-/// Generic faults on the variant's containers: `pool-Z` and `gateway`
-/// mapped to their container ids.
-fn container_faults(
-    set: &crate::containers::ContainerSet,
-) -> anyhow::Result<crate::faults::Injector> {
-    let ledger = Arc::new(crate::faults::ledger::Ledger::open()?);
-    let map = set
-        .ids()
-        .into_iter()
-        .filter_map(|(label, id)| {
-            let name = match label.strip_prefix("container pool ") {
-                Some(zone) => crate::components::pool_component(zone),
-                None if label == "container gateway" => "gateway".to_string(),
-                None => return None,
-            };
-            Some((name, id))
-        })
-        .collect();
-    Ok(crate::faults::Injector::for_containers(ledger, map))
-}
-
 /// A Redis cache without a URL: our own redis-server for this variant,
 /// its URL set in `config`.
 fn own_redis(
@@ -348,103 +318,6 @@ fn own_redis(
         }
         _ => None,
     })
-}
-
-/// The variant's system as component processes on loopback (see
-/// `components.rs`): a pool process per zone, then the gateway process, or
-/// with a proxy gateway a control process (admin, merged metrics; no load)
-/// and the proxy (`proxy_gateway.rs`).
-async fn start_components(
-    v: &Variant,
-    network: &std::collections::BTreeSet<String>,
-) -> anyhow::Result<Target> {
-    use crate::components::{sut_binary, ProcessSet};
-    // One folder per started set: variants of the same name in one process
-    // (tests, campaigns in threads) must not share logs or files.
-    static SETS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let ledger = Arc::new(crate::faults::ledger::Ledger::open()?);
-    let mut config = v.system.clone();
-    let redis = own_redis(&mut config, &v.name)?;
-    let dir = std::env::temp_dir().join(format!(
-        "harness-components-{}-{}-{}",
-        std::process::id(),
-        SETS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-        v.name
-    ));
-    let set = Arc::new(ProcessSet::new(dir, ledger.clone())?);
-    let sut = sut_binary()?;
-    let file = set.dir().join("system.json");
-    std::fs::write(&file, serde_json::to_vec_pretty(&config)?)
-        .with_context(|| format!("writing {}", file.display()))?;
-    let file = file.display().to_string();
-    let mut faulted = std::collections::BTreeMap::new();
-    let pools = start_pools(&set, &sut, &file, &config.zones, network, &mut faulted).await?;
-    let mut gateway = vec![
-        "--config".to_string(),
-        file,
-        "--role".into(),
-        "gateway".into(),
-    ];
-    for (z, addr) in &pools {
-        gateway.extend(["--pool".to_string(), format!("{z}=http://{addr}")]);
-    }
-    let (base_url, proxy) = match &config.gateway.proxy {
-        None => {
-            let addr = set.start_sut("gateway", &sut, gateway).await?;
-            (format!("http://{addr}"), None)
-        }
-        Some(p) => {
-            let control = set.start_sut("control", &sut, gateway).await?;
-            let g = crate::proxy_gateway::start(&set, p, &pools, control).await?;
-            (g.face_url.clone(), Some(g))
-        }
-    };
-    let mut target = Target::elsewhere(base_url, Some(v.system.admin_token.clone()));
-    target.proxy = proxy;
-    if network.contains("gateway") {
-        // The load reaches the gateway through the fault proxy (the
-        // harness's own scrapes and admin commands do not).
-        let to = target.load_url();
-        let to: std::net::SocketAddr = to
-            .trim_start_matches("http://")
-            .parse()
-            .with_context(|| format!("the gateway's address {to}"))?;
-        let p = crate::faults::fault_proxy::FaultProxy::start(to).await?;
-        target.load_via = Some(format!("http://{}", p.addr));
-        faulted.insert("gateway".to_string(), Arc::new(p));
-    }
-    target.redis = redis;
-    let injector = crate::faults::Injector::new(set.clone(), ledger, faulted);
-    target.faults = Some(Arc::new(injector));
-    target.processes = Some(set);
-    Ok(target)
-}
-
-/// A pool process per zone; `(zone, address its peers use)`: the fault
-/// proxy's for a pool a network fault names (added to `faulted`).
-async fn start_pools(
-    set: &crate::components::ProcessSet,
-    sut: &std::path::Path,
-    file: &str,
-    zones: &[String],
-    network: &std::collections::BTreeSet<String>,
-    faulted: &mut std::collections::BTreeMap<String, Arc<crate::faults::fault_proxy::FaultProxy>>,
-) -> anyhow::Result<Vec<(String, std::net::SocketAddr)>> {
-    let mut pools = Vec::new();
-    for z in zones {
-        let args = ["--config", file, "--role", "pool", "--zone", z.as_str()];
-        let name = crate::components::pool_component(z);
-        let mut addr = set
-            .start_sut(&name, sut, args.iter().map(|a| a.to_string()).collect())
-            .await?;
-        if network.contains(&name) {
-            let p = crate::faults::fault_proxy::FaultProxy::start(addr).await?;
-            addr = p.addr;
-            faulted.insert(name, Arc::new(p));
-        }
-        pools.push((z.clone(), addr));
-    }
-    Ok(pools)
 }
 
 /// The variant's whole system on the caller's runtime (virtual time): its
@@ -509,31 +382,6 @@ pub async fn deployed(url: &str, system: &sut::SystemConfig) -> anyhow::Result<T
         url.trim_end_matches('/').to_string(),
         Some(system.admin_token.clone()),
     ))
-}
-
-/// Says which executor the pool containers run, loudly when it is the CPU
-/// fallback (an image built without the Vulkan driver, say).
-async fn report_pool_executors(base_url: &str) {
-    let client = crate::system_client::SystemClient::Http {
-        client: reqwest::Client::new(),
-        base_url: base_url.to_string(),
-    };
-    let Ok(m) = crate::scrape::scrape(&client).await else {
-        return;
-    };
-    let adapter = m
-        .label(sut::metric_names::EXECUTOR_INFO.name, "adapter")
-        .unwrap_or_default();
-    if m.label(sut::metric_names::EXECUTOR_INFO.name, "fallback")
-        .as_deref()
-        == Some("true")
-    {
-        eprintln!(
-            "\n!!! NO GPU ADAPTER IN THE POOL CONTAINERS: their pages run on the CPU reference implementation ({adapter}).\n"
-        );
-    } else {
-        tracing::info!("pool containers run pages on {adapter}");
-    }
 }
 
 /// An external target's results are verified with the page function of the

@@ -1,14 +1,17 @@
 //! A real proxy as the gateway: Debian's `haproxy` or `nginx`, started by
-//! the harness as a child process on loopback in front of the pool
-//! processes (`system.gateway.proxy`), with the team's own configuration.
+//! the harness in front of the pools (`system.gateway.proxy`), with the
+//! team's own configuration: as a child process on loopback in front of the
+//! pool processes (embedded, here), or as a container of a local image in
+//! front of the pool containers (`containers/proxy.rs`, which fills the file
+//! and reads the counters with the same [`prepare`] and [`face`]).
 //!
 //! The configuration file carries placeholders the harness fills in:
-//! `{{listen}}` (the loopback address the load goes to), `{{pool:ZONE}}`
-//! (each zone's pool, `127.0.0.1:PORT`) and, for nginx, `{{access_log}}`
-//! (a `log_format` and `access_log` with `$upstream_status`). HAProxy gets
-//! one frontend appended, its built-in Prometheus exporter on another
-//! loopback port; nginx runs with `daemon off` and its pid and error log in
-//! the variant's folder (so the file must not set `daemon` or `pid`).
+//! `{{listen}}` (the address the load goes to), `{{pool:ZONE}}` (each
+//! zone's pool, `IP:PORT`) and, for nginx, `{{access_log}}` (a `log_format`
+//! and `access_log` with `$upstream_status`). HAProxy gets one frontend
+//! appended, its built-in Prometheus exporter on another port; nginx runs
+//! with `daemon off` and its pid and error log in its own folder (so the
+//! file must not set `daemon` or `pid`).
 //!
 //! The proxy is the retry layer, so gateway amplification is read from it:
 //! HAProxy's `haproxy_backend_http_requests_total` are its requests and
@@ -35,7 +38,7 @@ use sut::config::ProxyConfig;
 use sut::metric_names::{GATEWAY_ATTEMPTS_TOTAL, GATEWAY_REQUESTS_TOTAL};
 
 /// Where the proxy's request and attempt counts come from.
-enum Source {
+pub(crate) enum Source {
     /// HAProxy's Prometheus exporter.
     Exporter(SocketAddr),
     /// nginx's access log: how far it was read, and the totals so far.
@@ -44,6 +47,25 @@ enum Source {
         read: Mutex<(u64, Counts)>,
     },
 }
+
+impl Source {
+    /// Where the harness reads `proxy`'s counters: HAProxy's exporter at
+    /// `exporter`, nginx's access log in `log_dir` (both as this process
+    /// reaches them: a child's loopback port and folder, or a container's
+    /// published port and bind-mounted folder).
+    pub(crate) fn of(proxy: &ProxyConfig, exporter: SocketAddr, log_dir: &Path) -> Source {
+        match proxy {
+            ProxyConfig::Haproxy { .. } => Source::Exporter(exporter),
+            ProxyConfig::Nginx { .. } => Source::Log {
+                path: log_dir.join(ACCESS_LOG),
+                read: Mutex::new((0, Counts::default())),
+            },
+        }
+    }
+}
+
+/// The file nginx's access log is written to, in [`Placement::log_dir`].
+const ACCESS_LOG: &str = "nginx-upstream.log";
 
 /// Requests the proxy took and attempts it made upstream (retries included).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -72,8 +94,49 @@ struct Face {
     http: reqwest::Client,
 }
 
-/// Starts the proxy (component `gateway`) in front of `pools` and the face
-/// in front of the control process at `control`.
+/// Where a proxy runs, as the proxy itself sees it: a child process on
+/// loopback with the variant's folder, or a container with its own ports
+/// and paths. One [`prepare`] fills the team's file for either.
+pub(crate) struct Placement {
+    /// `{{listen}}`: where the load arrives.
+    pub listen: SocketAddr,
+    /// Where HAProxy's exporter frontend binds.
+    pub exporter: SocketAddr,
+    /// The proxy's folder: its filled file, and nginx's prefix and pid.
+    pub dir: PathBuf,
+    /// The folder nginx's access log goes to.
+    pub log_dir: PathBuf,
+    /// nginx's `error_log` (a file, or `stderr notice` in a container,
+    /// whose log says when nginx is ready).
+    pub error_log: String,
+}
+
+/// A proxy's filled configuration: the file (where the proxy reads it), its
+/// text, and the proxy's command line.
+pub(crate) struct Prepared {
+    pub file: PathBuf,
+    pub text: String,
+    pub args: Vec<String>,
+}
+
+/// The team's file of `proxy` with the placeholders filled for `pools` at
+/// `place`, and the proxy's command line.
+pub(crate) fn prepare(
+    proxy: &ProxyConfig,
+    pools: &[(String, SocketAddr)],
+    place: &Placement,
+) -> anyhow::Result<Prepared> {
+    let text = std::fs::read_to_string(proxy.config())
+        .with_context(|| format!("reading {}", proxy.config().display()))?;
+    let text = fill(&text, place.listen, pools);
+    Ok(match proxy {
+        ProxyConfig::Haproxy { .. } => haproxy(&text, place),
+        ProxyConfig::Nginx { .. } => nginx(&text, place),
+    })
+}
+
+/// Starts the proxy (component `gateway`) in front of `pools` as a child
+/// process, and the face in front of the control process at `control`.
 pub(crate) async fn start(
     set: &ProcessSet,
     proxy: &ProxyConfig,
@@ -83,18 +146,31 @@ pub(crate) async fn start(
     let binary = crate::experiment::proxy_binary(proxy);
     let program =
         crate::experiment::which(binary).with_context(|| format!("`{binary}` is not installed"))?;
-    let listen = free_loopback_addr()?;
-    let text = std::fs::read_to_string(proxy.config())
-        .with_context(|| format!("reading {}", proxy.config().display()))?;
-    let text = fill(&text, listen, pools);
     let dir = set.dir();
-    let (args, source) = match proxy {
-        ProxyConfig::Haproxy { .. } => haproxy(&text, dir)?,
-        ProxyConfig::Nginx { .. } => nginx(&text, dir)?,
+    let place = Placement {
+        listen: free_loopback_addr()?,
+        exporter: free_loopback_addr()?,
+        dir: dir.to_path_buf(),
+        log_dir: dir.to_path_buf(),
+        error_log: dir.join("nginx-error.log").display().to_string(),
     };
-    set.start_listening_on("gateway", &program, args, listen)
+    let p = prepare(proxy, pools, &place)?;
+    std::fs::write(&p.file, &p.text).with_context(|| format!("writing {}", p.file.display()))?;
+    set.start_listening_on("gateway", &program, p.args, place.listen)
         .await
         .with_context(|| format!("starting {binary} with {}", proxy.config().display()))?;
+    let source = Source::of(proxy, place.exporter, dir);
+    face(control, source, format!("http://{}", place.listen)).await
+}
+
+/// Serves the face on a fresh loopback port: `/metrics` from the control
+/// process at `control` with the gateway counters read from `source`, every
+/// other path forwarded to the control process; the load goes to `load_url`.
+pub(crate) async fn face(
+    control: SocketAddr,
+    source: Source,
+    load_url: String,
+) -> anyhow::Result<ProxyGateway> {
     let face = Arc::new(Face {
         control: format!("http://{control}"),
         source,
@@ -110,7 +186,7 @@ pub(crate) async fn start(
         let _ = axum::serve(listener, app).await;
     });
     Ok(ProxyGateway {
-        load_url: format!("http://{listen}"),
+        load_url,
         face_url: format!("http://{face_addr}"),
         face,
     })
@@ -152,20 +228,19 @@ pub(crate) fn uncommented(text: &str) -> String {
 }
 
 /// HAProxy's file (the exporter frontend appended) and command line.
-fn haproxy(text: &str, dir: &Path) -> anyhow::Result<(Vec<String>, Source)> {
-    let metrics = free_loopback_addr()?;
+fn haproxy(text: &str, place: &Placement) -> Prepared {
+    let metrics = place.exporter;
     let text = format!(
         "{text}\n# Added by the harness: gateway amplification is read here.\nfrontend harness-metrics\n    mode http\n    bind {metrics}\n    http-request use-service prometheus-exporter\n"
     );
-    let file = dir.join("haproxy.cfg");
-    std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
+    let file = place.dir.join("haproxy.cfg");
     let args = vec!["-f".into(), file.display().to_string(), "-db".into()];
-    Ok((args, Source::Exporter(metrics)))
+    Prepared { file, text, args }
 }
 
 /// nginx's file (`{{access_log}}` filled) and command line.
-fn nginx(text: &str, dir: &Path) -> anyhow::Result<(Vec<String>, Source)> {
-    let log = dir.join("nginx-upstream.log");
+fn nginx(text: &str, place: &Placement) -> Prepared {
+    let log = place.log_dir.join(ACCESS_LOG);
     let text = replace_live(
         text,
         &[(
@@ -176,24 +251,20 @@ fn nginx(text: &str, dir: &Path) -> anyhow::Result<(Vec<String>, Source)> {
             ),
         )],
     );
-    let file = dir.join("nginx.conf");
-    std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
-    let d = dir.display();
+    let file = place.dir.join("nginx.conf");
+    let d = place.dir.display();
     let args = vec![
         "-c".into(),
         file.display().to_string(),
         "-p".into(),
         format!("{d}/"),
         "-g".into(),
-        format!("daemon off; pid {d}/nginx.pid; error_log {d}/nginx-error.log;"),
+        format!(
+            "daemon off; pid {d}/nginx.pid; error_log {};",
+            place.error_log
+        ),
     ];
-    Ok((
-        args,
-        Source::Log {
-            path: log,
-            read: Mutex::new((0, Counts::default())),
-        },
-    ))
+    Prepared { file, text, args }
 }
 
 /// Requests and attempts in HAProxy's exporter text.

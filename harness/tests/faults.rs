@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::alive;
+use common::{alive, assert_not_listening};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -366,11 +366,6 @@ fn a_network_fault_goes_through_a_fault_proxy_that_ends_with_the_run() {
         p50(1),
         p50(3)
     );
-    for addr in proxies {
-        assert!(
-            std::net::TcpStream::connect(&addr).is_err(),
-            "fault proxy {addr} still listens"
-        );
-    }
+    assert_not_listening(&proxies);
     assert_nothing_left(pid, &run.ledger);
 }

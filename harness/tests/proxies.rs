@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::alive;
+use common::{alive, assert_three_tries_each, HAPROXY_THREE_TRIES, NGINX_THREE_TRIES};
 use harness::experiment::parse;
 use harness::interrupt::StopSignal;
 use harness::runner::{self, RunOptions};
@@ -34,10 +34,6 @@ timeline:
 variants:
   KIND: {}
 "#;
-
-const HAPROXY: &str = "# three tries on a 503: {{listen}} is filled below\ndefaults\n  mode http\n  timeout connect 500ms\n  timeout client 5s\n  timeout server 3s\n  retries 2\n  retry-on 503\nfrontend api\n  bind {{listen}}\n  default_backend pool\nbackend pool\n  server z1 {{pool:z1}}\n";
-
-const NGINX: &str = "events {}\nhttp {\n  {{access_log}}\n  upstream pool {\n    server {{pool:z1}} max_fails=0;\n    server {{pool:z1}} max_fails=0;\n    server {{pool:z1}} max_fails=0;\n  }\n  server {\n    listen {{listen}};\n    location / {\n      proxy_pass http://pool;\n      proxy_next_upstream error timeout http_503 non_idempotent;\n      proxy_next_upstream_tries 3;\n    }\n  }\n}\n";
 
 fn missing(binary: &str) -> bool {
     let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
@@ -93,18 +89,7 @@ async fn three_tries_per_request(kind: &str, config: &str) {
     let o = runner::run(&exp, &opts, Arc::new(StopSignal::default()))
         .await
         .unwrap();
-    let v = &o.run.variants[0];
-    assert!(v.events.iter().all(|e| e.ok), "{:?}", v.events);
-    assert_eq!(
-        v.integrity.completed, 0,
-        "every attempt failed: {:?}",
-        v.integrity
-    );
-    let t = &v.system_totals;
-    let requests = t["sut_gateway_requests_total"];
-    let attempts = t["sut_gateway_attempts_total"];
-    assert!(requests >= 20.0, "{kind}: {t:?}");
-    assert_eq!(attempts, 3.0 * requests, "{kind}: three tries each: {t:?}");
+    assert_three_tries_each(kind, &o.run.variants[0]);
     assert_eq!(
         components_left(kind),
         Vec::<u32>::new(),
@@ -117,7 +102,7 @@ async fn haproxy_retries_are_read_from_its_exporter() {
     if missing("haproxy") {
         return;
     }
-    three_tries_per_request("haproxy", HAPROXY).await;
+    three_tries_per_request("haproxy", HAPROXY_THREE_TRIES).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -125,7 +110,7 @@ async fn nginx_tries_are_read_from_its_access_log() {
     if missing("nginx") {
         return;
     }
-    three_tries_per_request("nginx", NGINX).await;
+    three_tries_per_request("nginx", NGINX_THREE_TRIES).await;
 }
 
 /// Live `nginx` processes whose command line names `needle`, or whose
@@ -174,7 +159,7 @@ fn nginx_left_by_a_killed_harness_is_stopped_by_the_next_start() {
     }
     let dir = std::env::temp_dir().join(format!("harness-proxies-kill-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("proxy.conf"), NGINX).unwrap();
+    std::fs::write(dir.join("proxy.conf"), NGINX_THREE_TRIES).unwrap();
     let text = EXPERIMENT
         .replace("KIND", "nginx")
         .replace("FILE", "proxy.conf")

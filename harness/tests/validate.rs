@@ -462,6 +462,31 @@ fn proxy_config_without_its_placeholders() {
     assert!(e.message.contains("cannot read"), "{e}");
 }
 
+/// The proxy experiments switch to containers (`--environment
+/// containers`), and a proxy gateway and a `network` fault validate there:
+/// the proxy runs as a container, the fault through a fault proxy.
+#[test]
+fn proxy_gateways_and_network_faults_run_in_containers() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../experiments");
+    for name in ["zone-failover-haproxy", "retry-storm-nginx"] {
+        let path = std::path::Path::new(dir).join(format!("{name}.yaml"));
+        if let Some(why) = common::proxy_missing(&std::fs::read_to_string(&path).unwrap()) {
+            eprintln!("SKIPPED {name}: {why}");
+            continue;
+        }
+        let mut exp = harness::experiment::load(&path, true).unwrap();
+        exp.set_environment(harness::experiment::EnvironmentKind::Containers)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    let text = BASE
+        .replace(
+            "fault: { cache_fill: { entries: 10 } }",
+            "fault: { network: { component: pool-z1, delay: 20ms } }, duration: 1s",
+        )
+        .replacen("\nsystem:", "\nenvironment: containers\nsystem:", 1);
+    parse(&text, "exp.yaml", false).unwrap_or_else(|e| panic!("{e}"));
+}
+
 #[test]
 fn network_fault_values_are_checked() {
     let with = |spec: &str| {

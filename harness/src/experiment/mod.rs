@@ -451,9 +451,6 @@ pub enum SwitchError {
     /// A generic fault the containers environment cannot carry out.
     #[error("{0} has a {1} fault that only the embedded environment can apply here (see `harness validate` with `environment: containers` for why)")]
     Generic(String, &'static str),
-    /// A proxy gateway runs in the embedded environment only.
-    #[error("{0} has a proxy gateway, which runs in the embedded environment only")]
-    Proxy(String),
 }
 
 impl Experiment {
@@ -467,13 +464,6 @@ impl Experiment {
         if let EnvironmentKind::Containers = kind {
             if let Some(f) = self.generic_faults().find(|f| f.in_containers().is_err()) {
                 return Err(SwitchError::Generic(self.name.clone(), f.kind()));
-            }
-            if self
-                .variants
-                .iter()
-                .any(|v| v.system.gateway.proxy.is_some())
-            {
-                return Err(SwitchError::Proxy(self.name.clone()));
             }
         }
         self.environment = match kind {

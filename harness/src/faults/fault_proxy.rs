@@ -52,7 +52,16 @@ impl Drop for FaultProxy {
 impl FaultProxy {
     /// Listens on a fresh loopback port, forwarding to `upstream`.
     pub(crate) async fn start(upstream: SocketAddr) -> std::io::Result<FaultProxy> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        FaultProxy::start_on([127, 0, 0, 1].into(), upstream).await
+    }
+
+    /// Listens on a fresh port of `ip` (a Docker network's gateway address,
+    /// which its containers reach), forwarding to `upstream`.
+    pub(crate) async fn start_on(
+        ip: std::net::IpAddr,
+        upstream: SocketAddr,
+    ) -> std::io::Result<FaultProxy> {
+        let listener = TcpListener::bind((ip, 0)).await?;
         let addr = listener.local_addr()?;
         let (settings, rx) = watch::channel(Impairment::default());
         let task = tokio::spawn(accept_loop(listener, upstream, rx));

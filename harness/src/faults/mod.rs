@@ -145,10 +145,7 @@ impl GenericFault {
             GenericFault::Kill { component } if component == "gateway" => Err(
                 "kill of the gateway container: its port is published on a random loopback port, which `docker start` would change; kill a pool, or run it embedded".into(),
             ),
-            GenericFault::Kill { .. } => Ok(()),
-            GenericFault::Network(_) => Err(
-                "network needs a fault proxy in the path into the component, which the containers environment does not insert yet; run it embedded".into(),
-            ),
+            GenericFault::Kill { .. } | GenericFault::Network(_) => Ok(()),
         }
     }
 
@@ -280,17 +277,19 @@ impl Injector {
     }
 
     /// For the containers environment: `containers` maps each component
-    /// (`gateway`, `pool-Z`) to its container id.
+    /// (`gateway`, `pool-Z`) to its container id, `proxies` each component a
+    /// `network` fault names to the fault proxy in the path into it.
     pub(crate) fn for_containers(
         ledger: Arc<Ledger>,
         containers: BTreeMap<String, String>,
+        proxies: BTreeMap<String, Arc<fault_proxy::FaultProxy>>,
     ) -> Injector {
         Injector {
             processes: None,
             containers,
             pids: BTreeMap::new(),
             ledger,
-            proxies: BTreeMap::new(),
+            proxies,
             active: Mutex::new(BTreeMap::new()),
         }
     }
@@ -340,7 +339,9 @@ impl Injector {
             return Err(FaultError::Overlap(key.0, key.1));
         }
         let name = f.component();
-        if let Some(id) = self.containers.get(name) {
+        // `network` acts on the path into a container, not on the container.
+        let on_path = matches!(f, GenericFault::Network(_));
+        if let Some(id) = self.containers.get(name).filter(|_| !on_path) {
             let (active, detail) = self.container_apply(name, id, f).await?;
             self.active.lock().expect("faults lock").insert(key, active);
             return Ok(detail);

@@ -130,3 +130,81 @@ pub fn harness_run(exp: &std::path::Path, out: &std::path::Path) -> std::process
         .args(["--quiet", "--out", &out.display().to_string()]);
     cmd
 }
+
+/// Why a containers test cannot run here: no Docker engine, or one of
+/// `images` not built (`bash ci/images.sh`). `None` when it can run; a
+/// panic instead when `HARNESS_REQUIRE_DOCKER=1` (as in `.ci/run`), or
+/// `HARNESS_REQUIRE_PROXIES=1` where `proxy` says a proxy image is wanted.
+pub async fn containers_missing(images: &[&str], proxy: bool) -> Option<String> {
+    let why = harness::containers::check_these(images).await.err()?;
+    let required = |var: &str| std::env::var(var).is_ok_and(|v| v == "1");
+    if required("HARNESS_REQUIRE_DOCKER") || (proxy && required("HARNESS_REQUIRE_PROXIES")) {
+        panic!("HARNESS_REQUIRE_DOCKER/HARNESS_REQUIRE_PROXIES=1 but: {why}");
+    }
+    Some(format!("containers environment not available: {why}"))
+}
+
+/// The containers and networks of this test process's variant `variant`
+/// still there (`overload-<variant>-<pid>-...`), after waiting up to 10 s for
+/// their removal to finish.
+pub fn containers_left(variant: &str) -> Vec<String> {
+    containers_named(&format!("overload-{variant}-{}-", std::process::id()))
+}
+
+/// The containers and networks whose names start with `prefix`, after
+/// waiting up to 10 s for their removal to finish.
+pub fn containers_named(prefix: &str) -> Vec<String> {
+    let list = |args: &[&str]| -> Vec<String> {
+        let out = std::process::Command::new("docker")
+            .args(args)
+            .output()
+            .expect("docker");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .map(String::from)
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let mut left = list(&["ps", "-a", "--format", "{{.Names}}"]);
+        left.extend(list(&["network", "ls", "--format", "{{.Name}}"]));
+        if left.is_empty() || std::time::Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// HAProxy trying each request three times on a 503 (`{{listen}}` and
+/// `{{pool:z1}}` filled by the harness).
+pub const HAPROXY_THREE_TRIES: &str = "# three tries on a 503: {{listen}} is filled below\ndefaults\n  mode http\n  timeout connect 500ms\n  timeout client 5s\n  timeout server 3s\n  retries 2\n  retry-on 503\nfrontend api\n  bind {{listen}}\n  default_backend pool\nbackend pool\n  server z1 {{pool:z1}}\n";
+
+/// nginx trying each request three times (the same pool three times).
+pub const NGINX_THREE_TRIES: &str = "events {}\nhttp {\n  {{access_log}}\n  upstream pool {\n    server {{pool:z1}} max_fails=0;\n    server {{pool:z1}} max_fails=0;\n    server {{pool:z1}} max_fails=0;\n  }\n  server {\n    listen {{listen}};\n    location / {\n      proxy_pass http://pool;\n      proxy_next_upstream error timeout http_503 non_idempotent;\n      proxy_next_upstream_tries 3;\n    }\n  }\n}\n";
+
+/// Every attempt of `v` failed, and the proxy `kind` tried each request
+/// three times, as read from the proxy itself.
+pub fn assert_three_tries_each(kind: &str, v: &run_report::VariantRun) {
+    assert!(v.events.iter().all(|e| e.ok), "{:?}", v.events);
+    assert_eq!(
+        v.integrity.completed, 0,
+        "every attempt failed: {:?}",
+        v.integrity
+    );
+    let t = &v.system_totals;
+    let requests = t["sut_gateway_requests_total"];
+    let attempts = t["sut_gateway_attempts_total"];
+    assert!(requests >= 20.0, "{kind}: {t:?}");
+    assert_eq!(attempts, 3.0 * requests, "{kind}: three tries each: {t:?}");
+}
+
+/// No fault proxy listens at any of `addrs` any more.
+pub fn assert_not_listening(addrs: &[String]) {
+    for addr in addrs {
+        assert!(
+            std::net::TcpStream::connect(addr).is_err(),
+            "fault proxy {addr} still listens"
+        );
+    }
+}

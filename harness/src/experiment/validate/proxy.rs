@@ -2,10 +2,12 @@
 //! variant's configuration file is resolved against the experiment file's
 //! folder, read, and must carry the harness's placeholders (`{{listen}}`,
 //! `{{pool:ZONE}}` for every zone, and for nginx `{{access_log}}`, where the
-//! harness's upstream log goes); the proxy's binary must be installed (the
-//! error names the Debian package); and the system's own gateway retries
-//! must be one attempt, since the proxy is the retry layer. Errors point at
-//! the variant.
+//! harness's upstream log goes); in the embedded environment the proxy's
+//! binary must be installed (the error names the Debian package; in
+//! containers its image must exist, checked when the variant starts, and
+//! `ci/images.sh` builds it); and the system's own gateway retries must be
+//! one attempt, since the proxy is the retry layer. Errors point at the
+//! variant.
 
 use super::super::raw::RawExperiment;
 use super::super::{Environment, Variant};
@@ -42,12 +44,13 @@ pub(super) fn proxies(
         let field = format!("variants.{}.system.gateway.proxy", v.name);
         let resolved = proxy.resolved(base);
         let err = |f: &str, m: String| cx.err(&at, format!("{field}{f}"), m);
-        match environment {
-            Environment::Embedded => {}
-            Environment::Containers { .. } | Environment::External { .. } => {
-                return Err(err("", format!("a proxy gateway runs in the embedded environment only (as a child process on loopback); not in {}", environment.kind())));
+        let process = match environment {
+            Environment::Embedded => true,
+            Environment::Containers { .. } => false,
+            Environment::External { .. } => {
+                return Err(err("", format!("a proxy gateway runs where the harness starts the system (embedded, as a child process on loopback; containers, as a container); not in {}", environment.kind())));
             }
-        }
+        };
         let (kind, text) = read(&resolved).map_err(|m| err(".config", m))?;
         // Only where the proxy reads them: a placeholder in a comment is none.
         let live = crate::proxy_gateway::uncommented(&text);
@@ -63,7 +66,7 @@ pub(super) fn proxies(
                 ));
             }
         }
-        if which(kind).is_none() {
+        if process && which(kind).is_none() {
             return Err(err(
                 "",
                 format!("`{kind}` is not installed (PATH); install the Debian package: apt-get install {}", package(kind)),

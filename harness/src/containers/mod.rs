@@ -10,14 +10,28 @@
 //! network, and a `zone_outage` pauses the zone's container (its processes
 //! freeze, connections hang) until `zone_restore` unpauses it.
 //!
+//! With `system.gateway.proxy` the gateway is HAProxy or nginx as a
+//! container instead (`proxy.rs`), and the `sut --role gateway` container
+//! is the control: it serves the admin API and merged metrics, no load. A
+//! `network` fault on a pool puts a fault proxy of the harness in the path
+//! into it: the gateway reaches the pool through it, on the network's
+//! gateway address (this machine's side of the bridge).
+//!
 //! Images are built locally by `ci/images.sh` (no registry is needed); their
 //! names come from the experiment's `containers:` section, then the
-//! `HARNESS_SUT_IMAGE` / `HARNESS_REDIS_IMAGE` variables, then the defaults.
+//! `HARNESS_SUT_IMAGE` / `HARNESS_REDIS_IMAGE` (`HARNESS_HAPROXY_IMAGE`,
+//! `HARNESS_NGINX_IMAGE`) variables, then the defaults.
 //! Containers and the network are removed when the variant ends (testcontainers
 //! removes them on drop, also when the harness is interrupted).
 
+mod paths;
+mod proxy;
+
+use crate::faults::fault_proxy::FaultProxy;
 use anyhow::{bail, Context};
-use std::collections::BTreeMap;
+use paths::PoolPath;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use sut::config::CacheBackend;
@@ -29,6 +43,8 @@ use testcontainers::{ContainerAsync, GenericImage, ImageExt};
 
 pub const DEFAULT_SUT_IMAGE: &str = "overload-harness/sut:local";
 pub const DEFAULT_REDIS_IMAGE: &str = "overload-harness/redis:local";
+pub const DEFAULT_HAPROXY_IMAGE: &str = "overload-harness/haproxy:local";
+pub const DEFAULT_NGINX_IMAGE: &str = "overload-harness/nginx:local";
 /// The port every sut process listens on inside its container.
 pub(crate) const SUT_PORT: u16 = 8080;
 pub(crate) const REDIS_PORT: u16 = 6379;
@@ -59,13 +75,17 @@ pub(crate) fn sut_args(config: &str, role: &str, zone: Option<&str>) -> Vec<Stri
     args.into_iter().map(String::from).collect()
 }
 
-const STARTUP: Duration = Duration::from_secs(60);
+pub(crate) const STARTUP: Duration = Duration::from_secs(60);
 
 /// Which images to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerImages {
     pub sut: String,
     pub redis: String,
+    /// A proxy gateway's images (`ci/images.sh` builds both where the
+    /// binaries are installed).
+    pub haproxy: String,
+    pub nginx: String,
 }
 
 impl ContainerImages {
@@ -79,12 +99,22 @@ impl ContainerImages {
             redis: redis
                 .or_else(|| var("HARNESS_REDIS_IMAGE"))
                 .unwrap_or_else(|| DEFAULT_REDIS_IMAGE.into()),
+            haproxy: var("HARNESS_HAPROXY_IMAGE").unwrap_or_else(|| DEFAULT_HAPROXY_IMAGE.into()),
+            nginx: var("HARNESS_NGINX_IMAGE").unwrap_or_else(|| DEFAULT_NGINX_IMAGE.into()),
+        }
+    }
+
+    /// The image a proxy gateway runs.
+    pub(crate) fn proxy(&self, p: &sut::config::ProxyConfig) -> &str {
+        match p {
+            sut::config::ProxyConfig::Haproxy { .. } => &self.haproxy,
+            sut::config::ProxyConfig::Nginx { .. } => &self.nginx,
         }
     }
 }
 
 /// `name:tag` split for testcontainers (a missing tag is `latest`).
-fn split_image(image: &str) -> (String, String) {
+pub(crate) fn split_image(image: &str) -> (String, String) {
     match image.rsplit_once(':') {
         Some((name, tag)) if !tag.contains('/') => (name.to_string(), tag.to_string()),
         _ => (image.to_string(), "latest".to_string()),
@@ -102,7 +132,7 @@ pub enum DockerError {
     #[error("the Docker engine did not answer within 5 s")]
     NoAnswer,
     /// An image the variant needs was never built here (nothing is pulled).
-    #[error("the image {0} is not in the local Docker engine; build it with `bash ci/images.sh` (or set containers.sut_image / containers.redis_image to images you have)")]
+    #[error("the image {0} is not in the local Docker engine; build it with `bash ci/images.sh` (or set containers.sut_image / containers.redis_image, HARNESS_HAPROXY_IMAGE / HARNESS_NGINX_IMAGE, to images you have)")]
     MissingImage(String),
     /// A zone outage could not pause the zone's container.
     #[error("pausing {zone}: {error}")]
@@ -135,16 +165,21 @@ pub async fn docker_available() -> Result<(), DockerError> {
 /// Checks that the images exist locally: nothing can be pulled here, and a
 /// pull attempt would fail with a far less helpful message.
 pub async fn check_images(images: &ContainerImages, need_redis: bool) -> Result<(), DockerError> {
-    docker_available().await?;
-    let docker = testcontainers::bollard::Docker::connect_with_local_defaults()
-        .map_err(DockerError::NoEngine)?;
-    let mut wanted = vec![&images.sut];
+    let mut wanted = vec![images.sut.as_str()];
     if need_redis {
         wanted.push(&images.redis);
     }
-    for image in wanted {
+    check_these(&wanted).await
+}
+
+/// Checks that each of `images` exists locally.
+pub async fn check_these(images: &[&str]) -> Result<(), DockerError> {
+    docker_available().await?;
+    let docker = testcontainers::bollard::Docker::connect_with_local_defaults()
+        .map_err(DockerError::NoEngine)?;
+    for image in images {
         if docker.inspect_image(image).await.is_err() {
-            return Err(DockerError::MissingImage(image.clone()));
+            return Err(DockerError::MissingImage(image.to_string()));
         }
     }
     Ok(())
@@ -190,17 +225,26 @@ impl ZoneContainers {
     }
 }
 
-fn short(id: &str) -> &str {
+pub(crate) fn short(id: &str) -> &str {
     &id[..id.len().min(12)]
 }
 
 /// One variant's running containers; dropped = removed.
 pub struct ContainerSet {
+    /// The `sut --role gateway` container's published port (with a proxy
+    /// gateway, the control's: the face forwards to it).
     pub base_url: String,
     pub zones: Arc<ZoneContainers>,
     /// Held so they live as long as the variant (order: gateway first on drop).
     gateway: Option<ContainerAsync<GenericImage>>,
     redis: Option<ContainerAsync<GenericImage>>,
+    /// A proxy gateway's container (`proxy.rs`).
+    proxy: Option<proxy::ProxyContainer>,
+    /// Its face, for the target to take: the load goes to its `load_url`,
+    /// the rest to its `face_url`.
+    pub(crate) face: Option<crate::proxy_gateway::ProxyGateway>,
+    /// The fault proxy in the path into each pool a `network` fault names.
+    pub(crate) fault_proxies: BTreeMap<String, Arc<FaultProxy>>,
     pub network: String,
 }
 
@@ -213,8 +257,17 @@ impl ContainerSet {
             .iter()
             .map(|(z, c)| (format!("container pool {z}"), c.id().to_string()))
             .collect();
+        // With a proxy gateway, the proxy is the component `gateway`.
+        let control = if self.proxy.is_some() {
+            "container control"
+        } else {
+            "container gateway"
+        };
         if let Some(g) = &self.gateway {
-            out.push(("container gateway".into(), g.id().to_string()));
+            out.push((control.into(), g.id().to_string()));
+        }
+        if let Some(p) = &self.proxy {
+            out.push(("container gateway".into(), p.container.id().to_string()));
         }
         if let Some(r) = &self.redis {
             out.push(("container redis".into(), r.id().to_string()));
@@ -224,6 +277,10 @@ impl ContainerSet {
 
     /// Stops the gateway first (it holds connections to the pools), then the rest.
     pub async fn stop(mut self) {
+        if let Some(p) = self.proxy.take() {
+            let _ = p.container.rm().await;
+            let _ = std::fs::remove_dir_all(&p.dir);
+        }
         if let Some(g) = self.gateway.take() {
             let _ = g.rm().await;
         }
@@ -232,14 +289,20 @@ impl ContainerSet {
     }
 }
 
-/// Starts Redis (if the cache asks for it), the pools and the gateway.
+/// Starts Redis (if the cache asks for it), the pools and the gateway (a
+/// proxy gateway's container and its control), with a fault proxy in the
+/// path into each pool `network_faulted` names (`pool-Z`).
 pub async fn start(
     variant: &str,
     config: &SystemConfig,
     images: &ContainerImages,
+    network_faulted: &BTreeSet<String>,
 ) -> anyhow::Result<ContainerSet> {
     let needs_redis = matches!(&config.cache.backend, CacheBackend::Redis(r) if r.url.is_none());
     check_images(images, needs_redis).await?;
+    if let Some(p) = &config.gateway.proxy {
+        check_these(&[images.proxy(p)]).await?;
+    }
     let mut startup = Startup::new(variant, config.clone(), images);
     let redis = if needs_redis {
         Some(startup.redis().await?)
@@ -249,13 +312,32 @@ pub async fn start(
     // Serialized after Redis started: the pools are told its URL.
     let config_json = serde_json::to_vec_pretty(&startup.config)
         .context("serializing the system configuration")?;
-    let (zones, pool_args) = startup.pools(&config_json).await?;
-    let (gateway, port) = startup.gateway(config_json, pool_args).await?;
+    let zones = startup.pools(&config_json).await?;
+    let (paths, fault_proxies) = startup.paths(&zones, network_faulted).await?;
+    let (gateway, port) = startup.gateway(config_json, &paths).await?;
+    let (proxy, face) = match &config.gateway.proxy {
+        None => (None, None),
+        Some(p) => {
+            let pools: Vec<_> = paths.iter().map(|p| (p.zone.clone(), p.addr)).collect();
+            let dir = std::env::temp_dir().join(format!(
+                "harness-components-{}-{}",
+                std::process::id(),
+                startup.network
+            ));
+            let control = SocketAddr::from(([127, 0, 0, 1], port));
+            let image = images.proxy(p);
+            let (c, f) = proxy::start(&startup.network, image, p, &pools, control, &dir).await?;
+            (Some(c), Some(f))
+        }
+    };
     Ok(ContainerSet {
         base_url: format!("http://127.0.0.1:{port}"),
         zones: Arc::new(ZoneContainers { zones }),
         gateway: Some(gateway),
         redis,
+        proxy,
+        face,
+        fault_proxies,
         network: startup.network,
     })
 }
@@ -320,12 +402,10 @@ impl<'a> Startup<'a> {
             .with_exposed_port(SUT_PORT.tcp())
     }
 
-    /// Starts one pool container per zone; returns them by zone, and the
-    /// gateway's `--pool zone=url` arguments that reach them.
-    async fn pools(&self, config_json: &[u8]) -> anyhow::Result<(ZoneMap, Vec<String>)> {
+    /// Starts one pool container per zone; returns them by zone.
+    async fn pools(&self, config_json: &[u8]) -> anyhow::Result<ZoneMap> {
         let network = &self.network;
         let mut zones = BTreeMap::new();
-        let mut pool_args = Vec::new();
         for zone in &self.config.zones {
             let name = format!("{network}-pool-{zone}");
             let container = self
@@ -345,29 +425,34 @@ impl<'a> Startup<'a> {
                     )
                 })?;
             zones.insert(zone.clone(), Arc::new(container));
-            pool_args.push("--pool".to_string());
-            pool_args.push(format!("{zone}=http://{name}:{SUT_PORT}"));
         }
-        Ok((zones, pool_args))
+        Ok(zones)
     }
 
     /// Starts the gateway in front of the pools, its port published on
-    /// loopback; returns it and that host port.
+    /// loopback; returns it and that host port. With a proxy gateway it is
+    /// the control (named so: the proxy takes the gateway's name).
     async fn gateway(
         &self,
         config_json: Vec<u8>,
-        pool_args: Vec<String>,
+        paths: &[PoolPath],
     ) -> anyhow::Result<(ContainerAsync<GenericImage>, u16)> {
         let mut args = sut_args("/etc/sut.json", "gateway", None);
-        args.extend(pool_args);
+        for p in paths {
+            args.extend(["--pool".to_string(), format!("{}={}", p.zone, p.url())]);
+        }
+        let role = match self.config.gateway.proxy {
+            Some(_) => "control",
+            None => "gateway",
+        };
         let gateway = self
             .sut()
             .with_network(&self.network)
-            .with_container_name(format!("{}-gateway", self.network))
+            .with_container_name(format!("{}-{role}", self.network))
             .with_copy_to("/etc/sut.json", config_json)
             .with_cmd(args)
             // Published on loopback only: nothing outside this machine reaches it.
-            .with_host_config_modifier(publish_on_loopback)
+            .with_host_config_modifier(|hc| publish_on_loopback(hc, &[SUT_PORT]))
             .with_startup_timeout(STARTUP)
             .start()
             .await
@@ -386,17 +471,19 @@ impl<'a> Startup<'a> {
 /// The zones' pool containers by zone name.
 type ZoneMap = BTreeMap<String, Arc<ContainerAsync<GenericImage>>>;
 
-/// Binds the sut port to an ephemeral port of 127.0.0.1 alone (not every
+/// Binds each of `ports` to an ephemeral port of 127.0.0.1 alone (not every
 /// interface, and no other exposed port).
-fn publish_on_loopback(hc: &mut HostConfig) {
+fn publish_on_loopback(hc: &mut HostConfig, ports: &[u16]) {
     let mut bindings = std::collections::HashMap::new();
-    bindings.insert(
-        format!("{SUT_PORT}/tcp"),
-        Some(vec![PortBinding {
-            host_ip: Some("127.0.0.1".into()),
-            host_port: Some(String::new()),
-        }]),
-    );
+    for port in ports {
+        bindings.insert(
+            format!("{port}/tcp"),
+            Some(vec![PortBinding {
+                host_ip: Some("127.0.0.1".into()),
+                host_port: Some(String::new()),
+            }]),
+        );
+    }
     hc.port_bindings = Some(bindings);
     hc.publish_all_ports = Some(false);
 }
