@@ -123,7 +123,7 @@ impl SweepGrid {
                 self.base_seed,
                 self.base_seed + runs.saturating_sub(1),
                 if self.seeds_per_cell > 1 {
-                    "cell: the side most runs took, its most common class; text: judged runs that came back"
+                    "cell: the side most runs took; text: runs back of those judged"
                 } else {
                     "cell text: recovery time after the residue, or peak failure"
                 }
