@@ -1,0 +1,65 @@
+//! A sweep cell's class over its seeds: the side (came back or not) that
+//! more than half of its judged runs took, and the text a map cell shows.
+
+use super::SweepCell;
+use crate::charts::heatmap::CellClass;
+
+/// A cell's class over its runs: on the side (came back or not) that more
+/// than half of its judged runs took, that side's most common class; half
+/// and half is the side that did not come back (a cell half metastable is
+/// not called safe). With no judged run, the most common of the rest
+/// (inconclusive, no trigger); with no run at all, "not run".
+pub(super) fn modal_class(runs: &[&SweepCell]) -> CellClass {
+    const WORST_FIRST: [CellClass; 8] = [
+        CellClass::Metastable,
+        CellClass::NeverHealthy,
+        CellClass::Overloaded,
+        CellClass::Recovered,
+        CellClass::Stable,
+        CellClass::Inconclusive,
+        CellClass::NoTrigger,
+        CellClass::NotRun,
+    ];
+    let count = |c: CellClass| runs.iter().filter(|r| r.class == c).count();
+    let (back, judged) = came_back_of_judged(runs);
+    let side = |c: CellClass| match c.side() {
+        Some(came_back) if judged > 0 => came_back == (back * 2 > judged),
+        Some(_) => false,
+        None => judged == 0 && c != CellClass::NotRun,
+    };
+    let most = WORST_FIRST
+        .iter()
+        .filter(|&&c| side(c))
+        .map(|&c| count(c))
+        .max()
+        .unwrap_or(0);
+    WORST_FIRST
+        .into_iter()
+        .find(|&c| side(c) && most > 0 && count(c) == most)
+        .unwrap_or(CellClass::NotRun)
+}
+
+/// Of `runs`, how many came back, and how many were judged either way
+/// (not inconclusive, without trigger or not run).
+fn came_back_of_judged(runs: &[&SweepCell]) -> (usize, usize) {
+    let judged: Vec<bool> = runs.iter().filter_map(|r| r.class.side()).collect();
+    (judged.iter().filter(|b| **b).count(), judged.len())
+}
+
+/// A cell's text: for one run, its recovery time or peak failure; for
+/// several, how many of its judged runs came back (`7/10 back`).
+pub(super) fn cell_note(runs: &[&SweepCell], class: CellClass) -> String {
+    match (runs, class) {
+        (_, CellClass::NotRun) => String::new(),
+        ([r], CellClass::Recovered) if r.recovered_after_s.is_some() => {
+            format!("+{:.0} s", r.recovered_after_s.unwrap_or_default())
+        }
+        ([r], _) => r
+            .peak_failure_ratio
+            .map_or(String::new(), |p| format!("{:.0}%", p * 100.0)),
+        _ => {
+            let (back, judged) = came_back_of_judged(runs);
+            format!("{back}/{judged} back")
+        }
+    }
+}
