@@ -59,7 +59,10 @@ mod tests {
     #[test]
     fn only_a_seeded_source_makes_timers_late() {
         assert_eq!(Entropy::default().timer_lateness(), Duration::ZERO);
-        assert_eq!(Entropy::seeded(7).timer_lateness(), Duration::from_millis(1));
+        assert_eq!(
+            Entropy::seeded(7).timer_lateness(),
+            Duration::from_millis(1)
+        );
     }
 
     #[test]
