@@ -304,32 +304,9 @@ impl Prometheus {
         };
         let (start, end) = (unix(from), unix(SystemTime::now()));
         let step_s = step.as_secs_f64();
-        let url = reqwest::Url::parse_with_params(
-            &format!("{}/api/v1/query_range", self.url()),
-            &[
-                ("query", "ALERTS".to_string()),
-                ("start", format!("{start:.3}")),
-                ("end", format!("{end:.3}")),
-                ("step", format!("{step_s}")),
-            ],
-        )
-        .map_err(|e| PromError::Query(e.to_string()))?;
-        let body: serde_json::Value = http
-            .get(url)
-            .timeout(Duration::from_secs(10))
-            .send()
+        let result = query_range(http, &self.url(), "ALERTS", (start, end), step_s)
             .await
-            .map_err(|e| PromError::Query(e.to_string()))?
-            .json()
-            .await
-            .map_err(|e| PromError::Query(e.to_string()))?;
-        if body["status"] != "success" {
-            return Err(PromError::Query(body.to_string()));
-        }
-        let result = body["data"]["result"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
+            .map_err(PromError::Query)?;
         Ok(histories(&result, start, end, step_s, names))
     }
 
@@ -459,6 +436,47 @@ impl Monitor {
         self.prometheus.stop();
         h
     }
+}
+
+/// `query` evaluated by the Prometheus at `base` (its URL) from `start` to
+/// `end` (Unix seconds) every `step_s` seconds: the result's matrix, or why
+/// not (the request failed, or Prometheus's own error). Alert histories and
+/// an external target's `sustaining:` expressions both read through it.
+pub(crate) async fn query_range(
+    http: &reqwest::Client,
+    base: &str,
+    query: &str,
+    (start, end): (f64, f64),
+    step_s: f64,
+) -> Result<Vec<serde_json::Value>, String> {
+    let url = reqwest::Url::parse_with_params(
+        &format!("{base}/api/v1/query_range"),
+        &[
+            ("query", query.to_string()),
+            ("start", format!("{start:.3}")),
+            ("end", format!("{end:.3}")),
+            ("step", format!("{step_s}")),
+        ],
+    )
+    .map_err(|e| e.to_string())?;
+    let body: serde_json::Value = http
+        .get(url)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?
+        .json()
+        .await
+        .map_err(|e| e.to_string())?;
+    if body["status"] != "success" {
+        return Err(body["error"]
+            .as_str()
+            .map_or_else(|| body.to_string(), String::from));
+    }
+    Ok(body["data"]["result"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default())
 }
 
 /// `ALERTS` samples (a query_range matrix) into one history per rule name:

@@ -156,7 +156,8 @@ pub(crate) async fn evaluate(
             values: vec![None; secs],
             unmeasured: None,
         };
-        match query_range(http, prometheus, &e.expr, start, secs).await {
+        let end = start + secs.saturating_sub(1) as f64;
+        match crate::prometheus::query_range(http, prometheus, &e.expr, (start, end), 1.0).await {
             Ok(result) => fill(&mut series, &result, start),
             Err(why) => series.unmeasured = Some(format!("the query failed: {why}")),
         }
@@ -169,44 +170,6 @@ pub(crate) async fn evaluate(
         out.push(series);
     }
     out
-}
-
-/// `query_range` of `expr` at 1 s steps over `secs` seconds from `start`
-/// (Unix seconds): the result's matrix.
-async fn query_range(
-    http: &reqwest::Client,
-    prometheus: &str,
-    expr: &str,
-    start: f64,
-    secs: usize,
-) -> Result<Vec<serde_json::Value>, String> {
-    let end = start + secs.saturating_sub(1) as f64;
-    let url = reqwest::Url::parse_with_params(
-        &format!("{prometheus}/api/v1/query_range"),
-        &[
-            ("query", expr.to_string()),
-            ("start", format!("{start:.3}")),
-            ("end", format!("{end:.3}")),
-            ("step", "1".to_string()),
-        ],
-    )
-    .map_err(|e| e.to_string())?;
-    let body: serde_json::Value = http
-        .get(url)
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await
-        .map_err(|e| e.to_string())?
-        .json()
-        .await
-        .map_err(|e| e.to_string())?;
-    if body["status"] != "success" {
-        return Err(body["error"].as_str().unwrap_or("no answer").to_string());
-    }
-    Ok(body["data"]["result"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default())
 }
 
 /// The values of a one-series matrix into `s` (second `t` at `start + t`);
