@@ -5,7 +5,9 @@
 //! generator, seeded by the run, serves every draw of the system (a zone's
 //! failure ratio, Retry-After jitter, the gateway's retry jitter, the
 //! cache's victims). Its tasks share one thread, so the draws come in the
-//! same order on every replay.
+//! same order on every replay. Being seeded is also how the system knows it
+//! runs on the virtual clock, whose timers need the real clock's lateness
+//! added ([`Entropy::timer_lateness`]).
 
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};

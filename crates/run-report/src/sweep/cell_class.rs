@@ -4,38 +4,36 @@
 use super::SweepCell;
 use crate::charts::heatmap::CellClass;
 
+/// Classes in the order a tie between them is decided: the worse first.
+const WORST_FIRST: [CellClass; 8] = [
+    CellClass::Metastable,
+    CellClass::NeverHealthy,
+    CellClass::Overloaded,
+    CellClass::Recovered,
+    CellClass::Stable,
+    CellClass::Inconclusive,
+    CellClass::NoTrigger,
+    CellClass::NotRun,
+];
+
 /// A cell's class over its runs: on the side (came back or not) that more
 /// than half of its judged runs took, that side's most common class; half
 /// and half is the side that did not come back (a cell half metastable is
 /// not called safe). With no judged run, the most common of the rest
 /// (inconclusive, no trigger); with no run at all, "not run".
 pub(super) fn modal_class(runs: &[&SweepCell]) -> CellClass {
-    const WORST_FIRST: [CellClass; 8] = [
-        CellClass::Metastable,
-        CellClass::NeverHealthy,
-        CellClass::Overloaded,
-        CellClass::Recovered,
-        CellClass::Stable,
-        CellClass::Inconclusive,
-        CellClass::NoTrigger,
-        CellClass::NotRun,
-    ];
     let count = |c: CellClass| runs.iter().filter(|r| r.class == c).count();
     let (back, judged) = came_back_of_judged(runs);
-    let side = |c: CellClass| match c.side() {
-        Some(came_back) if judged > 0 => came_back == (back * 2 > judged),
-        Some(_) => false,
-        None => judged == 0 && c != CellClass::NotRun,
-    };
-    let most = WORST_FIRST
-        .iter()
-        .filter(|&&c| side(c))
-        .map(|&c| count(c))
-        .max()
-        .unwrap_or(0);
+    // The side the cell takes; with no judged run, neither (inconclusive or
+    // without trigger), and never "not run" while any run ran.
+    let side = (judged > 0).then_some(back * 2 > judged);
+    // `max_by_key` keeps the last of equal counts: walked from the end, a
+    // tie goes to the worse class.
     WORST_FIRST
         .into_iter()
-        .find(|&c| side(c) && most > 0 && count(c) == most)
+        .rev()
+        .filter(|&c| c != CellClass::NotRun && c.side() == side && count(c) > 0)
+        .max_by_key(|&c| count(c))
         .unwrap_or(CellClass::NotRun)
 }
 

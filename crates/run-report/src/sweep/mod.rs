@@ -52,13 +52,7 @@ pub struct HiddenCapacity {
 pub fn hidden_capacity(variant: &str, trigger: f64, cells: &[(f64, CellClass)]) -> HiddenCapacity {
     let mut judged: Vec<(f64, bool)> = cells
         .iter()
-        .filter(|(_, c)| {
-            !matches!(
-                c,
-                CellClass::NotRun | CellClass::NoTrigger | CellClass::Inconclusive
-            )
-        })
-        .map(|&(l, c)| (l, c.came_back()))
+        .filter_map(|&(l, c)| c.side().map(|back| (l, back)))
         .collect();
     judged.sort_by(|a, b| a.0.total_cmp(&b.0));
     HiddenCapacity {
@@ -89,8 +83,8 @@ pub struct SweepGrid {
     pub set: Vec<String>,
     pub variants: Vec<String>,
     pub base_seed: u64,
-    /// Runs per cell and variant, each with its own seed (a cell's class is
-    /// the most common class of its runs).
+    /// Runs per cell and variant, each with its own seed (a cell's class:
+    /// `cell_class::modal_class`).
     pub seeds_per_cell: u32,
     /// The cells' clock: `real` or `virtual`.
     pub clock: String,
@@ -101,9 +95,9 @@ pub struct SweepGrid {
 }
 
 impl SweepGrid {
-    /// The map of one variant: each cell coloured by the most common class
-    /// of its runs, with a note saying how many came back when it ran
-    /// several seeds.
+    /// The map of one variant: each cell coloured by the side most of its
+    /// runs took (`cell_class::modal_class`), with a note saying how many
+    /// came back when it ran several seeds.
     pub fn heatmap(&self, variant: &str) -> Heatmap {
         let (nx, ny) = (self.loads.len(), self.triggers.len());
         let mut cells = vec![vec![CellClass::NotRun; nx]; ny];
