@@ -104,56 +104,6 @@ impl Drop for Coordinator {
     }
 }
 
-/// Every agent's plan and the ids each will submit (planned before the load's end).
-pub struct ShardPlans {
-    pub plans: Vec<Plan>,
-    pub planned: Vec<Vec<u64>>,
-}
-
-/// Splits `load` (the whole variant's plan) into `n` agents' plans.
-pub fn shard_plans(
-    load: &crate::load::LoadPlan,
-    n: u32,
-    variant: &str,
-    capacity: crate::runner::Capacity,
-    duration: Duration,
-    hard_stop: Instant,
-    seconds: usize,
-) -> ShardPlans {
-    use super::shard;
-    let start_unix_ms = {
-        let ahead = load.start.saturating_duration_since(Instant::now());
-        (std::time::SystemTime::now() + ahead)
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_millis() as u64
-    };
-    let shards: Vec<_> = (0..n)
-        .map(|i| shard::shard(&load.documents, i, n))
-        .collect();
-    let planned = shards
-        .iter()
-        .map(|s| shard::submitted_before(s, duration).map(|d| d.id).collect())
-        .collect();
-    let plans = shards
-        .iter()
-        .map(|s| Plan {
-            variant: variant.to_string(),
-            base_url: load.base_url.clone(),
-            capacity_docs_per_sec: capacity.docs_per_sec,
-            capacity_pages_per_sec: capacity.pages_per_sec,
-            start_unix_ms,
-            load_end_ms: load.load_end.duration_since(load.start).as_millis() as u64,
-            hard_stop_ms: hard_stop.duration_since(load.start).as_millis() as u64,
-            max_in_flight: load.max_in_flight.div_ceil(u64::from(n)).max(1),
-            seconds,
-            shard_digest: shard::digest(s),
-            shard_documents: s.len() as u64,
-        })
-        .collect();
-    ShardPlans { plans, planned }
-}
-
 /// Why an agent's hello is refused: it would not drive the run's plan.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HelloRefused {

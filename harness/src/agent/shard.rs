@@ -3,9 +3,13 @@
 //! computes the whole plan from the same seed and calibration and keeps its
 //! shard, so the union of the shards is the single-process schedule: the
 //! same ids, planned times and tenants, each document exactly once.
+//! [`shard_plans`] turns the shards into the agents' plans (the coordinator
+//! hands them out).
 
+use super::protocol::Plan;
 use crate::workload::Document;
 use std::time::Duration;
+use tokio::time::Instant;
 
 /// Shard `i` of `n` of `plan` (`plan` as `runner::plan_documents` returns it).
 pub fn shard(plan: &[Document], i: u32, n: u32) -> Vec<Document> {
@@ -39,6 +43,53 @@ pub fn digest(docs: &[Document]) -> u64 {
         }
     }
     h
+}
+
+/// Every agent's plan and the ids each will submit (planned before the load's end).
+pub struct ShardPlans {
+    pub plans: Vec<Plan>,
+    pub planned: Vec<Vec<u64>>,
+}
+
+/// Splits `load` (the whole variant's plan) into `n` agents' plans.
+pub fn shard_plans(
+    load: &crate::load::LoadPlan,
+    n: u32,
+    variant: &str,
+    capacity: crate::runner::Capacity,
+    duration: Duration,
+    hard_stop: Instant,
+    seconds: usize,
+) -> ShardPlans {
+    let start_unix_ms = {
+        let ahead = load.start.saturating_duration_since(Instant::now());
+        (std::time::SystemTime::now() + ahead)
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis() as u64
+    };
+    let shards: Vec<_> = (0..n).map(|i| shard(&load.documents, i, n)).collect();
+    let planned = shards
+        .iter()
+        .map(|s| submitted_before(s, duration).map(|d| d.id).collect())
+        .collect();
+    let plans = shards
+        .iter()
+        .map(|s| Plan {
+            variant: variant.to_string(),
+            base_url: load.base_url.clone(),
+            capacity_docs_per_sec: capacity.docs_per_sec,
+            capacity_pages_per_sec: capacity.pages_per_sec,
+            start_unix_ms,
+            load_end_ms: load.load_end.duration_since(load.start).as_millis() as u64,
+            hard_stop_ms: hard_stop.duration_since(load.start).as_millis() as u64,
+            max_in_flight: load.max_in_flight.div_ceil(u64::from(n)).max(1),
+            seconds,
+            shard_digest: digest(s),
+            shard_documents: s.len() as u64,
+        })
+        .collect();
+    ShardPlans { plans, planned }
 }
 
 #[cfg(test)]

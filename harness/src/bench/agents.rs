@@ -11,7 +11,8 @@
 //! hosts, not more processes on one.
 
 use super::{server, Windows};
-use crate::agent::coordinator::{shard_plans, AgentSource, Coordinator, Expected};
+use crate::agent::coordinator::{AgentSource, Coordinator, Expected};
+use crate::agent::shard::shard_plans;
 use crate::interrupt::StopSignal;
 use crate::load::{LoadPlan, LoadWindow};
 use crate::recorder::Recorder;

@@ -100,7 +100,7 @@ pub(super) async fn drive_agents(
     clock: &Clock,
 ) -> (load::LoadOutcome, Vec<run_report::AgentRecord>) {
     let hard_stop = clock.hard_stop;
-    let shards = crate::agent::coordinator::shard_plans(
+    let shards = crate::agent::shard::shard_plans(
         &plan,
         c.count(),
         &v.name,
