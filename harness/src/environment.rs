@@ -40,6 +40,9 @@ pub struct Target {
     proxy: Option<crate::proxy_gateway::ProxyGateway>,
     /// A fault proxy in front of the gateway: the load goes through it.
     load_via: Option<String>,
+    /// An external target's own metrics URL (`target.metrics`), which the
+    /// sampler scrapes instead of `{base_url}/metrics`.
+    metrics_url: Option<String>,
     /// Virtual time: the system on the caller's runtime, reached in process
     /// (no socket), stopped with the target.
     in_process: Option<(crate::in_process::InProcess, Arc<System>)>,
@@ -71,6 +74,7 @@ impl Target {
             faults: None,
             proxy: None,
             load_via: None,
+            metrics_url: None,
             in_process: None,
         }
     }
@@ -88,6 +92,7 @@ impl Target {
             None => crate::system_client::SystemClient::Http {
                 client: http.clone(),
                 base_url: self.base_url.clone(),
+                metrics_url: self.metrics_url.clone(),
             },
         }
     }
@@ -253,12 +258,13 @@ pub async fn start(
                 url,
                 admin_token,
                 components,
-                ..
+                metrics,
             },
             _,
         ) => {
             check_external_page_function(url, admin_token.as_deref(), &v.system.page).await?;
             let mut target = Target::elsewhere(url.clone(), admin_token.clone());
+            target.metrics_url = metrics.clone();
             if exp.needs_components() {
                 let ledger = Arc::new(crate::faults::ledger::Ledger::open()?);
                 target.faults = Some(Arc::new(crate::faults::Injector::for_external(
@@ -299,6 +305,7 @@ async fn start_embedded(v: &Variant, executor: Arc<dyn PageExecutor>) -> anyhow:
         faults: None,
         proxy: None,
         load_via: None,
+        metrics_url: None,
         in_process: None,
     })
 }

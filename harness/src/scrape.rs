@@ -254,14 +254,14 @@ pub fn gpu_pacing(totals: &BTreeMap<String, f64>) -> run_report::GpuPacing {
     }
 }
 
-/// Why a scrape of `/metrics` got no reading.
+/// Why a scrape of the metrics got no reading.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ScrapeError {
     /// No answer (refused, timed out) or a body that could not be read.
     #[error("{0}")]
     Request(#[from] crate::system_client::RequestError),
     /// An answer that is not a success.
-    #[error("/metrics answered {0}")]
+    #[error("the metrics answered {0}")]
     Status(reqwest::StatusCode),
 }
 
@@ -269,7 +269,7 @@ pub(crate) enum ScrapeError {
 pub(crate) async fn scrape(
     client: &crate::system_client::SystemClient,
 ) -> Result<Scrape, ScrapeError> {
-    let r = client.get("/metrics", Duration::from_secs(2)).await?;
+    let r = client.get_metrics(Duration::from_secs(2)).await?;
     if !r.status.is_success() {
         return Err(ScrapeError::Status(r.status));
     }

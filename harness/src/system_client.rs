@@ -15,6 +15,9 @@ pub(crate) enum SystemClient {
     Http {
         client: reqwest::Client,
         base_url: String,
+        /// The metrics' whole URL when not `{base_url}/metrics` (an
+        /// external target's `target.metrics`).
+        metrics_url: Option<String>,
     },
     InProcess(InProcess),
 }
@@ -49,13 +52,26 @@ impl SystemClient {
     /// `GET path`, bounded by `timeout`.
     pub(crate) async fn get(&self, path: &str, timeout: Duration) -> Result<Answer, RequestError> {
         match self {
-            SystemClient::Http { client, base_url } => {
-                http_answer(client.get(format!("{base_url}{path}")).timeout(timeout)).await
-            }
+            SystemClient::Http {
+                client, base_url, ..
+            } => http_answer(client.get(format!("{base_url}{path}")).timeout(timeout)).await,
             SystemClient::InProcess(p) => {
                 let req = axum::http::Request::get(path).body(axum::body::Body::empty());
                 in_process(p, req, timeout).await
             }
+        }
+    }
+
+    /// `GET` of the system's Prometheus metrics (`/metrics`, or the
+    /// external target's own metrics URL), bounded by `timeout`.
+    pub(crate) async fn get_metrics(&self, timeout: Duration) -> Result<Answer, RequestError> {
+        match self {
+            SystemClient::Http {
+                client,
+                metrics_url: Some(url),
+                ..
+            } => http_answer(client.get(url).timeout(timeout)).await,
+            _ => self.get("/metrics", timeout).await,
         }
     }
 
@@ -68,7 +84,9 @@ impl SystemClient {
         timeout: Duration,
     ) -> Result<Answer, RequestError> {
         match self {
-            SystemClient::Http { client, base_url } => {
+            SystemClient::Http {
+                client, base_url, ..
+            } => {
                 let req = client
                     .post(format!("{base_url}{path}"))
                     .bearer_auth(token)
@@ -106,4 +124,34 @@ async fn in_process(
     tokio::time::timeout(timeout, answer)
         .await
         .map_err(|_| RequestError::Timeout(timeout))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An external target's `target.metrics` is read where it is, not at
+    /// `{base_url}/metrics` (here a port where nothing listens).
+    #[tokio::test]
+    async fn metrics_come_from_the_metrics_url_when_one_is_given() {
+        let app =
+            axum::Router::new().route("/own/metrics", axum::routing::get(|| async { "up 1\n" }));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let client = |metrics_url: Option<String>| SystemClient::Http {
+            client: reqwest::Client::new(),
+            base_url: "http://127.0.0.1:9".into(),
+            metrics_url,
+        };
+        let t = Duration::from_secs(2);
+        let own = client(Some(format!("http://{addr}/own/metrics")));
+        let a = own.get_metrics(t).await.expect("the metrics URL answers");
+        assert!(a.status.is_success());
+        assert_eq!(&a.body[..], b"up 1\n");
+        assert!(
+            client(None).get_metrics(t).await.is_err(),
+            "{{base_url}}/metrics has nobody listening"
+        );
+    }
 }

@@ -177,6 +177,7 @@ async fn report_pool_executors(base_url: &str) {
     let client = crate::system_client::SystemClient::Http {
         client: reqwest::Client::new(),
         base_url: base_url.to_string(),
+        metrics_url: None,
     };
     let Ok(m) = crate::scrape::scrape(&client).await else {
         return;

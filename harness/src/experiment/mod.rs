@@ -67,7 +67,8 @@ pub enum Environment {
         admin_token: Option<String>,
         components: std::collections::BTreeMap<String, crate::faults::ExternalComponent>,
         /// Its Prometheus metrics URL when not `{url}/metrics`: what the
-        /// run's Prometheus scrapes for `sustaining:` and `alerts:`.
+        /// sampler reads and the run's Prometheus scrapes for
+        /// `sustaining:` and `alerts:`.
         metrics: Option<String>,
     },
     /// The system under test as containers (gateway, one pool per zone, Redis).

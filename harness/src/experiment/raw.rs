@@ -160,7 +160,8 @@ pub struct RawTarget {
     /// Its parts that generic faults may act on, by name.
     #[serde(default)]
     pub components: std::collections::BTreeMap<String, crate::faults::ExternalComponent>,
-    /// The target's Prometheus metrics URL (e.g. `http://127.0.0.1:9100/metrics`),
+    /// The target's Prometheus metrics URL when not `{url}/metrics` (e.g.
+    /// `http://127.0.0.1:9100/metrics`): read by the harness's sampler and
     /// scraped by the run's Prometheus for `sustaining:` and `alerts:`;
     /// loopback unless `allow_remote`.
     #[serde(default)]
