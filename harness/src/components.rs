@@ -79,6 +79,11 @@ pub(crate) fn pool_component(zone: &str) -> String {
     format!("pool-{zone}")
 }
 
+/// The zone of a pool component's name (`pool-Z`), None for the gateway.
+pub(crate) fn pool_zone(component: &str) -> Option<&str> {
+    component.strip_prefix("pool-")
+}
+
 /// The component names a system with these zones offers: `gateway` and one
 /// `pool-Z` per zone.
 pub(crate) fn component_names(zones: &[String]) -> Vec<String> {

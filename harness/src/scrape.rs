@@ -9,7 +9,7 @@
 //! the start, and those figures read "n/a", never 0.
 
 use run_report::{Metric as Report, Second, ZoneSecond};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 use sut::metric_names::{self as names, Metric};
 use sut::RejectReason;
@@ -244,13 +244,24 @@ pub fn totals(now: &Scrape) -> BTreeMap<String, f64> {
     t
 }
 
-/// The GPU's back-to-back batch intervals, as run and as modeled, from
-/// [`totals`] (zero, and so no figure, where the system does not export them).
-pub fn gpu_pacing(totals: &BTreeMap<String, f64>) -> run_report::GpuPacing {
-    let total = |name: &str| totals.get(name).copied().unwrap_or(0.0);
+/// The GPU's back-to-back batch intervals, as run and as modeled, over the
+/// zones not in `held_up` (whose pool the timeline froze, limited or
+/// killed); zero, and so no figure, where the system does not export them.
+pub fn gpu_pacing(last: &Scrape, held_up: &BTreeSet<String>) -> run_report::GpuPacing {
+    let total = |name: &str| {
+        if held_up.is_empty() {
+            return last.sum(name, &[]);
+        }
+        last.zones()
+            .iter()
+            .filter(|z| !held_up.contains(*z))
+            .map(|z| last.sum(name, &[("zone", z)]))
+            .sum()
+    };
     run_report::GpuPacing {
         run_secs: total(names::GPU_PACED_SECONDS_TOTAL.name),
         model_secs: total(names::GPU_PACED_TARGET_SECONDS_TOTAL.name),
+        left_out_zones: held_up.iter().cloned().collect(),
     }
 }
 
@@ -279,6 +290,25 @@ pub(crate) async fn scrape(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A zone whose pool the timeline held up is not counted: here az3's
+    /// batches took 9 s over their model while it was paused.
+    #[test]
+    fn gpu_pacing_leaves_out_the_held_up_zones() {
+        let s = parse(
+            "sut_pool_slots{zone=\"az1\"} 16\nsut_pool_slots{zone=\"az3\"} 16\n\
+             sut_gpu_paced_seconds_total{zone=\"az1\"} 30\nsut_gpu_paced_target_seconds_total{zone=\"az1\"} 30\n\
+             sut_gpu_paced_seconds_total{zone=\"az3\"} 29\nsut_gpu_paced_target_seconds_total{zone=\"az3\"} 20\n",
+        );
+        let all = gpu_pacing(&s, &BTreeSet::new());
+        assert_eq!((all.run_secs, all.model_secs), (59.0, 50.0));
+        assert!(all.warning().is_some());
+        let held_up = BTreeSet::from(["az3".to_string()]);
+        let p = gpu_pacing(&s, &held_up);
+        assert_eq!((p.run_secs, p.model_secs), (30.0, 30.0));
+        assert_eq!(p.left_out_zones, vec!["az3"]);
+        assert!(p.warning().is_none());
+    }
 
     #[test]
     fn parses_labels_and_sums() {

@@ -9,6 +9,11 @@
 //! than a batch after that end, makes them longer. When they ran slower, the
 //! GPU delivered less than the capacity every figure is stated against, and
 //! the report says so loudly, as it does for a CPU fallback.
+//!
+//! A zone whose pool the timeline froze, throttled or killed (a generic
+//! fault on `pool-Z`) is left out: its GPU fell behind because the harness
+//! held its process up on purpose, which says nothing about the model, and
+//! counting it would make every such run look delivered off plan.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,12 +23,15 @@ pub const PACING_TOLERANCE: f64 = 0.02;
 const MIN_MODEL_SECS: f64 = 1.0;
 
 /// The back-to-back batch intervals of a variant (all zones together).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct GpuPacing {
     /// Seconds they took.
     pub run_secs: f64,
     /// Seconds the model gives them.
     pub model_secs: f64,
+    /// Zones not counted: the timeline held their pool's process up.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out_zones: Vec<String>,
 }
 
 impl GpuPacing {
@@ -59,11 +67,13 @@ mod tests {
         let on_time = GpuPacing {
             run_secs: 10.1,
             model_secs: 10.0,
+            left_out_zones: Vec::new(),
         };
         assert!(on_time.warning().is_none());
         let slow = GpuPacing {
             run_secs: 12.8,
             model_secs: 10.0,
+            left_out_zones: Vec::new(),
         };
         assert!((slow.slower_by().unwrap() - 0.28).abs() < 1e-9);
         let w = slow.warning().expect("28 % slow");
@@ -78,6 +88,7 @@ mod tests {
         let rare = GpuPacing {
             run_secs: 0.9,
             model_secs: 0.5,
+            left_out_zones: Vec::new(),
         };
         assert_eq!(rare.slower_by(), None);
         assert!(rare.warning().is_none());

@@ -50,7 +50,8 @@
 //!                     lag_max_ms, machine_share: f64 | null, delivered_as_planned: bool,
 //!                     warnings: [str] },
 //!     "gpu_pacing": null | { run_s, model_s (back-to-back GPU batches as run and as modeled),
-//!                     slower_by: f64 | null, warning: str | null },
+//!                     slower_by: f64 | null, warning: str | null, left_out_zones: [str]
+//!                     (zones whose pool the timeline paused, CPU-limited or killed) },
 //!     "target_sustaining": [{ name, expr, samples, mean, max, before_trigger, after_residue,
 //!                     after_residue_from_s (f64 | null each), unmeasured: str | null }]
 //!                     (an external target's `sustaining:` expressions; empty without them)
@@ -142,7 +143,7 @@ fn variant(v: &VariantRun, a: &VariantAnalysis) -> Value {
         })).collect::<Vec<_>>(),
         "gpu_pacing": v.gpu_pacing.as_ref().map(|p| json!({
             "run_s": p.run_secs, "model_s": p.model_secs, "slower_by": p.slower_by(),
-            "warning": p.warning(),
+            "warning": p.warning(), "left_out_zones": p.left_out_zones,
         })),
         "target_sustaining": crate::target_sustaining::summary(v),
         "harness_cost": v.harness_cost.as_ref().map(|c| {

@@ -487,6 +487,21 @@ impl Experiment {
         })
     }
 
+    /// The zones whose pool a generic fault of `variant`'s timeline holds
+    /// up (`GenericFault::held_up_pool_zone`).
+    pub(crate) fn held_up_pool_zones(&self, variant: &str) -> std::collections::BTreeSet<String> {
+        self.timeline
+            .iter()
+            .filter(|e| e.applies_to(variant))
+            .filter_map(|e| match &e.op {
+                TimelineOp::Generic(f) => f.held_up_pool_zone().map(str::to_string),
+                TimelineOp::Admin(_)
+                | TimelineOp::OversizedDocuments(_)
+                | TimelineOp::LoadSpike(_) => None,
+            })
+            .collect()
+    }
+
     /// The components a `network` fault names: each gets a fault proxy in
     /// the path into it.
     pub(crate) fn network_faulted(&self) -> std::collections::BTreeSet<String> {

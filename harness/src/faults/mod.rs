@@ -111,6 +111,19 @@ impl GenericFault {
         }
     }
 
+    /// The zone whose pool's process this fault holds up (frozen, CPU
+    /// limited, killed and restarted): that pool's GPU then falls behind its
+    /// model because of the fault, which the GPU pacing must not count.
+    pub(crate) fn held_up_pool_zone(&self) -> Option<&str> {
+        match self {
+            GenericFault::CpuLimit { component, .. }
+            | GenericFault::Pause { component }
+            | GenericFault::Kill { component } => crate::components::pool_zone(component),
+            // The path into the pool, not its process.
+            GenericFault::Network(_) => None,
+        }
+    }
+
     /// Every [`kind`](Self::kind): the keys a timeline entry's `fault`
     /// names a generic fault by (validation and the virtual clock's
     /// refusal read them).

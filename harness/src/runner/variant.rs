@@ -431,7 +431,8 @@ impl<'a> VariantDrive<'a> {
             "attempts_cut_off".into(),
             recorder.attempts_cut_off() as f64,
         );
-        let gpu_pacing = crate::scrape::gpu_pacing(&totals);
+        let held_up = self.exp.held_up_pool_zones(&self.v.name);
+        let gpu_pacing = crate::scrape::gpu_pacing(&c.last, &held_up);
         if let Some(w) = gpu_pacing.warning() {
             eprintln!("!!! GPU MODEL ({}): {w}", self.v.name);
         }
