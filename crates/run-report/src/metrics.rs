@@ -112,35 +112,53 @@ impl<'de> Deserialize<'de> for MetricRef {
 }
 
 /// The metrics measured over a whole variant: every run-scope metric, and
-/// each zone or alert metric per zone or rule. Undefined ones are absent.
+/// each zone or alert metric per zone or rule; read back from a summary,
+/// also the windowed ones its campaign names. Undefined ones are absent.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct MetricValues(BTreeMap<(Metric, Option<String>), f64>);
+pub struct MetricValues(BTreeMap<ValueKey, f64>);
+
+/// A [`MetricRef`] as a map key: the window's bounds by their bits.
+type ValueKey = (Metric, Option<String>, Option<(u64, u64)>);
+
+fn value_key(m: &MetricRef) -> ValueKey {
+    let window = m.window.map(|(from, to)| (from.to_bits(), to.to_bits()));
+    (m.metric, m.label.clone(), window)
+}
 
 impl MetricValues {
     /// A run-scope metric's value.
     pub fn get(&self, metric: Metric) -> Option<f64> {
-        self.0.get(&(metric, None)).copied()
+        self.0.get(&(metric, None, None)).copied()
     }
 
     /// A zone's or an alert rule's value.
     pub fn labelled(&self, metric: Metric, label: &str) -> Option<f64> {
-        self.0.get(&(metric, Some(label.to_string()))).copied()
+        self.0
+            .get(&(metric, Some(label.to_string()), None))
+            .copied()
     }
 
-    /// Every measured value with its key as written (`name` or `name{label}`).
+    /// The value of `m` exactly as written: label and window included (a
+    /// windowed metric is never answered with its whole-run value).
+    pub fn value(&self, m: &MetricRef) -> Option<f64> {
+        self.0.get(&value_key(m)).copied()
+    }
+
+    /// Every measured value with its key as written (`name`, `name{label}`,
+    /// `name{label}[from..to]`).
     pub fn iter(&self) -> impl Iterator<Item = (MetricRef, f64)> + '_ {
-        self.0.iter().map(|((metric, label), x)| {
+        self.0.iter().map(|((metric, label, window), x)| {
             let key = MetricRef {
                 metric: *metric,
                 label: label.clone(),
-                window: None,
+                window: window.map(|(from, to)| (f64::from_bits(from), f64::from_bits(to))),
             };
             (key, *x)
         })
     }
 
     pub(crate) fn insert(&mut self, key: &MetricRef, value: f64) {
-        self.0.insert((key.metric, key.label.clone()), value);
+        self.0.insert(value_key(key), value);
     }
 }
 

@@ -42,6 +42,11 @@ pub struct RunData {
     /// The incident's own figures, if the experiment carries them (fidelity panel).
     #[serde(default)]
     pub incident_figures: Vec<IncidentFigure>,
+    /// The windowed metrics (`name{label}[from..to]`) the experiment's
+    /// campaign expectations name: a campaign reads each run back from its
+    /// summary, which carries only whole-run values unless told these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub campaign_metrics: Vec<crate::metrics::MetricRef>,
     /// The experiment's last recorded campaign, to place this run in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub campaign_context: Option<crate::campaign::context::CampaignContext>,

@@ -37,7 +37,8 @@
 //!     "judged_end_s": u32,
 //!     "first_trigger_start_s": f64 | null, "last_trigger_end_s": f64 | null, "last_residue_end_s": f64 | null,
 //!     "waves": [{ start_s, duration_s, peak_failure_ratio, mean_failure_ratio, peak_amplification }],
-//!     "metrics": { <every run-scope Metric>: f64 | null, "<zone or alert Metric>{<zone or rule>}": f64 | null },
+//!     "metrics": { <every run-scope Metric>: f64 | null, "<zone or alert Metric>{<zone or rule>}": f64 | null,
+//!                  "<Metric>{<label>}[<from>s..<to>s]": f64 | null (the windowed metrics the campaign names) },
 //!     "integrity": { submitted, completed, given_up, pending, results_checked, incorrect_results,
 //!                    incorrect_examples, pending_agent_lost, submitted_digest: hex str,
 //!                    accounted: bool, ok: bool, problems: [str] },
@@ -78,7 +79,7 @@ pub const SCHEMA_VERSION: u32 = 4;
 
 /// Every catalogue metric by its key: run-scope ones always (null when
 /// undefined), zone and alert ones per zone and rule seen.
-fn metrics(v: &VariantRun, a: &VariantAnalysis) -> Value {
+fn metrics(v: &VariantRun, a: &VariantAnalysis, run: &RunData) -> Value {
     let zones = zone_names(&v.seconds);
     let rules: Vec<&str> = v.alerts.iter().map(|r| r.name.as_str()).collect();
     let mut m = Map::new();
@@ -96,10 +97,14 @@ fn metrics(v: &VariantRun, a: &VariantAnalysis) -> Value {
             m.insert(format!("{metric}{{{label}}}"), json!(value));
         }
     }
+    for windowed in &run.campaign_metrics {
+        let value = crate::metrics::metric_value_explained(v, a, windowed, &run.analysis).ok();
+        m.insert(windowed.to_string(), json!(value));
+    }
     Value::Object(m)
 }
 
-fn variant(v: &VariantRun, a: &VariantAnalysis) -> Value {
+fn variant(v: &VariantRun, a: &VariantAnalysis, run: &RunData) -> Value {
     let triggers = triggers_of(v);
     let i = &v.integrity;
     let l = &v.latency;
@@ -115,7 +120,7 @@ fn variant(v: &VariantRun, a: &VariantAnalysis) -> Value {
         "last_trigger_end_s": triggers.iter().filter_map(|t| t.end_s).reduce(f64::max),
         "last_residue_end_s": a.episodes.last().and_then(|e| e.residue_end_s),
         "waves": a.waves,
-        "metrics": metrics(v, a),
+        "metrics": metrics(v, a, run),
         "integrity": {
             "submitted": i.submitted,
             "completed": i.completed,
@@ -163,7 +168,7 @@ pub fn summary_json(run: &RunData, analysis: &Analysis) -> Value {
     let variants: Vec<Value> = run
         .variants
         .iter()
-        .map(|v| variant(v, &analysis.variant_for(v, &run.analysis)))
+        .map(|v| variant(v, &analysis.variant_for(v, &run.analysis), run))
         .collect();
     let expectations: Vec<Value> = analysis
         .expectations

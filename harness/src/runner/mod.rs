@@ -241,6 +241,7 @@ fn run_data(
             .collect(),
         variants: runs,
         incident_figures: exp.incident.clone(),
+        campaign_metrics: exp.campaign.windowed_metrics(),
         campaign_context: context,
         clock: run_report::RunClock::Real,
         timing: None,

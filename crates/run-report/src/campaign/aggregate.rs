@@ -159,12 +159,10 @@ fn figures(counted: &[(String, &JudgedRun)]) -> Vec<FigureOverRuns> {
     .collect()
 }
 
-/// A run's value of a whole-run metric or a labelled one.
+/// A run's value of `m` as written (label and window); a windowed metric
+/// is defined only where the run's summary carries it (`RunData::campaign_metrics`).
 pub fn value_of(j: &JudgedRun, m: &MetricRef) -> Option<f64> {
-    match &m.label {
-        None => j.metrics.get(m.metric),
-        Some(l) => j.metrics.labelled(m.metric, l),
-    }
+    j.metrics.value(m)
 }
 
 fn expectation_records(counted: &[(String, &JudgedRun)]) -> Vec<ExpectationRecord> {

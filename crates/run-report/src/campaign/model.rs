@@ -119,3 +119,24 @@ pub struct CampaignSpec {
     pub compare: Vec<(String, String)>,
     pub expectations: Vec<CampaignExpectation>,
 }
+
+impl CampaignSpec {
+    /// The windowed metrics its expectations name, each once: every run
+    /// of the campaign writes their values into its summary.
+    pub fn windowed_metrics(&self) -> Vec<MetricRef> {
+        let mut out: Vec<MetricRef> = Vec::new();
+        for e in &self.expectations {
+            let m = match &e.statistic {
+                OverRuns::VerdictShare { .. } => continue,
+                OverRuns::ConditionShare { metric, .. }
+                | OverRuns::Median { metric }
+                | OverRuns::Min { metric }
+                | OverRuns::Max { metric } => metric,
+            };
+            if m.window.is_some() && !out.contains(m) {
+                out.push(m.clone());
+            }
+        }
+        out
+    }
+}

@@ -335,3 +335,42 @@ fn a_context_prints_its_figures_with_date_and_commit() {
     ctx.recorded = "merged".into();
     assert_eq!(ctx.recorded_text(), "merged");
 }
+
+/// A windowed campaign metric is read from the run's summary under its
+/// window, never answered with the whole-run value of the same metric
+/// (which read 0.47 where az2's window read 0.75).
+#[test]
+fn a_windowed_metric_is_its_window_value_or_undefined() {
+    let windowed = MetricRef::parse("zone_failure_ratio_mean{az2}[17s..26s]").unwrap();
+    let summary = |metrics: serde_json::Value| {
+        serde_json::json!({
+            "schema_version": 4,
+            "variants": [{ "name": "before-fix", "verdict": { "verdict": "metastable" }, "metrics": metrics }],
+        })
+    };
+    let value = |s: serde_json::Value| {
+        let (_, j) = read::judged_variants(&s).unwrap().remove(0);
+        aggregate::value_of(&j, &windowed)
+    };
+    let with_window = summary(serde_json::json!({
+        "zone_failure_ratio_mean{az2}": 0.47,
+        "zone_failure_ratio_mean{az2}[17s..26s]": 0.75,
+    }));
+    assert_eq!(value(with_window), Some(0.75));
+    let whole_run_only = summary(serde_json::json!({ "zone_failure_ratio_mean{az2}": 0.47 }));
+    assert_eq!(value(whole_run_only), None);
+
+    let spec = CampaignSpec {
+        expectations: vec![CampaignExpectation {
+            variant: "before-fix".into(),
+            statistic: OverRuns::Median {
+                metric: windowed.clone(),
+            },
+            op: CompareOp::Ge,
+            value: 0.5,
+            source: "median".into(),
+        }],
+        ..CampaignSpec::default()
+    };
+    assert_eq!(spec.windowed_metrics(), vec![windowed]);
+}
