@@ -27,7 +27,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCUMENTS = [ROOT / "experiments" / "README.md", ROOT / "experiments" / "real-parts.md"]
+DOCUMENTS = [
+    ROOT / "experiments" / "README.md",
+    ROOT / "experiments" / "real-parts.md",
+    ROOT / "docs" / "tutorial.md",
+]
 BLOCK = re.compile(
     r"(<!-- figures: (?P<ctx>\S+) -->\n)(?P<body>.*?)(<!-- end figures -->)", re.S
 )
