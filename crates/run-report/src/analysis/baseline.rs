@@ -4,8 +4,9 @@
 //! * **Baseline.** Over the whole seconds in `[warmup_s, first trigger)` that
 //!   have at least [`MIN_ATTEMPTS`] completed attempts: the mean per-second
 //!   failure ratio, the p95 of all their attempts' latencies pooled, the offered load of new
-//!   documents (with a planned rate, the highest one carried for 3 seconds:
-//!   traffic that stepped up was healthy at its peak, not at its mean), and the work-amplification figures of [`super::sustaining`].
+//!   documents (with a planned rate, the highest one carried for the
+//!   recovery window's length: traffic that stepped up was healthy at its
+//!   peak, not at its mean), and the work-amplification figures of [`super::sustaining`].
 //!   Fewer than `min_baseline_s` such seconds, or a failure ratio above
 //!   `wave_threshold`: the variant was never healthy.
 //! * **Healthy second.** At least [`MIN_ATTEMPTS`] completed attempts, and
@@ -132,16 +133,18 @@ pub fn has_planned_rate(seconds: &[Second]) -> bool {
     seconds.iter().any(|s| s.offered_rate > 0.0)
 }
 
-/// Seconds a planned rate must have been carried in the baseline to count as
-/// a load the system was healthy at (one second at a step's edge is not).
-const SUSTAINED_LOAD_S: usize = 3;
-
-/// The highest planned rate the baseline carried for [`SUSTAINED_LOAD_S`]
-/// seconds: the load the system is known to be healthy at. Its mean would
-/// understate a baseline whose traffic stepped up (a cache warmed at a low
-/// rate, then the peak), and call the peak itself "raised load" after a
-/// trigger. Counted arrivals are noisy, so they keep their mean.
-fn sustained_planned_peak(before: &[&Second]) -> f64 {
+/// The highest planned rate the baseline carried for `sustained_s` healthy
+/// seconds (the recovery window): the load the system is known to be
+/// healthy at. Its mean would understate a baseline whose traffic stepped
+/// up (a cache warmed at a low rate, then the peak), and call the peak
+/// itself "raised load" after a trigger. The window, not a shorter span:
+/// after a step above capacity the queues take seconds to fill and the
+/// seconds until then look healthy, yet a load is only known to be carried
+/// on the time scale on which the verdict calls any state sustained; with
+/// 3 s, a step 3-4 s before a trigger made the overload after it look like
+/// a failure at the baseline's load (metastable). Counted arrivals are
+/// noisy, so they keep their mean.
+fn sustained_planned_peak(before: &[&Second], sustained_s: u32) -> f64 {
     let mut rates: Vec<f64> = before
         .iter()
         .map(|s| s.offered_rate)
@@ -149,7 +152,7 @@ fn sustained_planned_peak(before: &[&Second]) -> f64 {
         .collect();
     rates.sort_by(|a, b| b.total_cmp(a));
     rates
-        .get(SUSTAINED_LOAD_S - 1)
+        .get(sustained_s.max(1) as usize - 1)
         .or(rates.last())
         .copied()
         .unwrap_or(0.0)
@@ -212,7 +215,7 @@ pub fn measure_where(
     };
     let planned = has_planned_rate(seconds);
     let offered_per_s = if planned {
-        sustained_planned_peak(&before)
+        sustained_planned_peak(&before, cfg.recovery_window_s)
     } else {
         series::mean_finite(before.iter().map(|s| offered(s, planned))).unwrap_or(0.0)
     };

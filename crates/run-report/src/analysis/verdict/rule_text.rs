@@ -14,7 +14,8 @@ pub fn verdict_rule_text(cfg: &AnalysisConfig) -> String {
          with at least {MIN_ATTEMPTS} completed attempts (at least {minb} of them; fewer, or a \
          failure ratio above {thr:.0} %, is NEVER HEALTHY): first those with a failure ratio \
          within {thr:.0} %, then those healthy against them; mean failure ratio, p95 of their \
-         attempts, offered load and work amplification. A second is healthy when at least \
+         attempts, offered load (with a planned rate, the highest carried in {w} of those seconds) \
+         and work amplification. A second is healthy when at least \
          {MIN_ATTEMPTS} attempts completed, its failures are within L = max(baseline x {f}, \
          baseline + {rs:.0} points) allowing for small counts (at most n L + 2 sqrt(n L) + 1 \
          failed of the n attempts of the 3 seconds around it) or for one isolated second \

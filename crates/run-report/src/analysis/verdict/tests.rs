@@ -204,6 +204,27 @@ fn a_baseline_that_stepped_up_was_healthy_at_its_peak() {
     assert_eq!(verdict(&v).class(), "overloaded");
 }
 
+/// overload-before-trigger's quick form, seed 4: the step came 5 s before
+/// the trigger and the door took 4 s to fill, so 4 seconds at the new rate
+/// looked healthy. A load is known to be carried only on the verdict's own
+/// time scale (the 10-s window here), so the tail is plain overload.
+#[test]
+fn a_load_carried_for_less_than_the_window_is_not_the_baseline() {
+    let mut v = variant(
+        &concat(&[rep(20, 1, 50.0), rep(40, 80, 900.0)]),
+        vec![trigger(20.0, 25.0, Some(25.0))],
+    );
+    for s in v.seconds.iter_mut().filter(|s| s.t < 16) {
+        s.offered_rate = 20.0;
+    }
+    assert_eq!(verdict(&v).class(), "overloaded");
+    // Carried healthy for the whole window (10 s): that load is the baseline.
+    for s in v.seconds.iter_mut().filter(|s| (10..16).contains(&s.t)) {
+        s.offered_rate = 50.0;
+    }
+    assert_eq!(verdict(&v).class(), "metastable");
+}
+
 #[test]
 fn counted_arrivals_within_poisson_noise_are_not_raised_load() {
     let mut v = variant(
