@@ -5,10 +5,10 @@
 //! still written).
 
 use clap::{Parser, Subcommand};
-use harness::exit::{self, CliError, Finished};
+use harness::base::exit::{self, CliError, Finished};
+use harness::base::interrupt::cli_runtime;
 use harness::experiment;
-use harness::interrupt::cli_runtime;
-use harness::runner::{self, RunOptions};
+use harness::run::{self, RunOptions};
 use run_report::Metric;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -87,7 +87,7 @@ struct RunArgs {
     /// thread, the system reached in process; deterministic from the seed
     /// and as fast as the CPU allows (embedded environment only).
     #[arg(long, value_enum, default_value = "real")]
-    clock: harness::clock::ClockKind,
+    clock: harness::base::clock::ClockKind,
     /// With --clock virtual: leave the file's `alerts:` out (a real
     /// Prometheus cannot run on the virtual clock); the alert metrics read
     /// n/a, and an expectation on them fails as not measured.
@@ -116,7 +116,7 @@ enum Command {
         quick: bool,
         /// Run one step only (`storm` is how the memory step re-runs itself).
         #[arg(long, hide = true, value_enum)]
-        only: Option<harness::bench::Step>,
+        only: Option<harness::commands::bench::Step>,
         /// Also measure the load ceiling through 1 and then N load agents.
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
         agents: Option<u32>,
@@ -137,23 +137,23 @@ enum Command {
     /// Many runs of one experiment (seeds x repeats, several at once),
     /// judged with their confidence: verdict shares with exact intervals,
     /// figures' spreads, the fix's proof with its tests, flaky expectations.
-    Campaign(harness::campaign::CampaignArgs),
+    Campaign(harness::commands::campaign::CampaignArgs),
     /// Vulnerability maps: runs the quick form over a grid of loads x trigger
     /// sizes and maps which cells recover and which stay degraded, per variant.
-    Sweep(harness::sweep::SweepArgs),
+    Sweep(harness::commands::sweep::SweepArgs),
     /// The critical trigger: bisects one trigger value (magnitude or
     /// duration) for the smallest that tips each variant into a metastable
     /// failure, with several seeds per probe.
-    Threshold(harness::threshold::ThresholdArgs),
+    Threshold(harness::commands::threshold::ThresholdArgs),
     /// A load agent of a run with --agents (started by the run, or by Kubernetes).
     #[command(hide = true)]
-    Agent(harness::agent::AgentArgs),
+    Agent(harness::run::agent::AgentArgs),
     /// Prints the experiment file's JSON Schema (derived from the parser's
     /// types; experiments/experiment.schema.json is its committed copy).
     Schema,
     /// Writes the experiment out for an existing engine to run (Kubernetes).
     #[command(subcommand)]
-    Render(harness::render::RenderCommand),
+    Render(harness::commands::render::RenderCommand),
 }
 
 #[derive(clap::Args)]
@@ -178,7 +178,7 @@ struct AblateArgs {
     seed: Option<u64>,
     /// Real time (the default) or virtual time, as for a run.
     #[arg(long, value_enum, default_value = "real")]
-    clock: harness::clock::ClockKind,
+    clock: harness::base::clock::ClockKind,
     /// With --clock virtual: leave the file's `alerts:` out, as for a run.
     #[arg(long)]
     without_alerts: bool,
@@ -198,10 +198,10 @@ fn main() -> ExitCode {
     // Faults a harness killed earlier (SIGKILL) left in force are undone at
     // every start, and said; agents apply none and leave them to their run.
     if !matches!(cli.command, Some(Command::Agent(_))) {
-        for line in harness::faults::ledger::recover() {
+        for line in harness::env::faults::ledger::recover() {
             eprintln!("harness: undone, left by an earlier harness: {line}");
         }
-        harness::components::sweep_leftover_dirs();
+        harness::env::components::sweep_leftover_dirs();
     }
     exit::code(command(cli))
 }
@@ -216,18 +216,18 @@ fn command(cli: Cli) -> Result<Finished, CliError> {
             quick,
             only,
             agents,
-        }) => harness::bench::cli(quick, only, agents),
+        }) => harness::commands::bench::cli(quick, only, agents),
         Some(Command::Report { dir, with, quiet }) => report(&dir, with.as_deref(), quiet),
-        Some(Command::Campaign(args)) => harness::campaign::cli(args),
-        Some(Command::Sweep(args)) => harness::sweep::cli(args),
-        Some(Command::Threshold(args)) => harness::threshold::cli(args),
+        Some(Command::Campaign(args)) => harness::commands::campaign::cli(args),
+        Some(Command::Sweep(args)) => harness::commands::sweep::cli(args),
+        Some(Command::Threshold(args)) => harness::commands::threshold::cli(args),
         Some(Command::Agent(args)) => agent(args),
         Some(Command::Schema) => {
             print!("{}", experiment::schema::json());
             Ok(Finished::Passed)
         }
-        Some(Command::Render(harness::render::RenderCommand::K8s(args))) => {
-            let files = harness::render::k8s_to_dir(&args).map_err(CliError::new)?;
+        Some(Command::Render(harness::commands::render::RenderCommand::K8s(args))) => {
+            let files = harness::commands::render::k8s_to_dir(&args).map_err(CliError::new)?;
             for f in files {
                 println!("{}", f.display());
             }
@@ -246,10 +246,10 @@ fn validate(path: &std::path::Path) -> Result<Finished, CliError> {
     let (full, quick) = experiment::load_forms(path).map_err(CliError::new)?;
     // The rule files are the same in both forms: promtool judges them once.
     if let Some(a) = &full.alerts {
-        harness::prometheus::check_rules(a)
+        harness::observe::prometheus::check_rules(a)
             .map_err(|e| CliError::new(format_args!("{}: alerts.rules: {e}", path.display())))?;
     }
-    harness::sustaining::check(&full).map_err(CliError::new)?;
+    harness::observe::target_series::check(&full).map_err(CliError::new)?;
     for e in std::iter::once(&full).chain(quick.as_ref()) {
         println!(
             "{}: ok{} — {} variant(s), {} timeline entries, {} expectations, {} over runs, {} per variant",
@@ -284,7 +284,7 @@ fn run(path: PathBuf, args: RunArgs) -> Result<Finished, CliError> {
     if args.clock.is_virtual() {
         let containers = args.environment == Some(experiment::EnvironmentKind::Containers);
         let flags = (args.agents.is_some(), args.deployed.is_some(), containers);
-        if let Some(why) = harness::clock::refuse_flags(flags.0, flags.1, flags.2) {
+        if let Some(why) = harness::base::clock::refuse_flags(flags.0, flags.1, flags.2) {
             return Err(CliError::new(why));
         }
     }
@@ -292,7 +292,7 @@ fn run(path: PathBuf, args: RunArgs) -> Result<Finished, CliError> {
     if let Some(env) = &args.environment {
         exp.set_environment(*env).map_err(CliError::new)?;
     }
-    let (rt, stop) = harness::interrupt::clock_runtime(args.clock)?;
+    let (rt, stop) = harness::base::interrupt::clock_runtime(args.clock)?;
     let agents = agent_options(&path, &exp, &args).map_err(CliError::new)?;
     let opts = RunOptions {
         out_dir: args.out.clone(),
@@ -300,11 +300,11 @@ fn run(path: PathBuf, args: RunArgs) -> Result<Finished, CliError> {
         variant: args.variant.clone(),
         agents,
         deployed: args.deployed.clone(),
-        context: harness::campaign::recorded_context(&path, &exp),
+        context: harness::commands::campaign::recorded_context(&path, &exp),
         clock: args.clock,
     };
     let outcome = rt
-        .block_on(runner::run(&exp, &opts, stop.clone()))
+        .block_on(run::run(&exp, &opts, stop.clone()))
         .map_err(|e| CliError::new(format_args!("{e:#}")))?;
     print_summary(&outcome, args.quiet);
     if args.json {
@@ -344,7 +344,7 @@ fn chosen_seed(args: &RunArgs) -> Result<Option<u64>, CliError> {
 fn apply_clock(
     path: &std::path::Path,
     exp: &mut experiment::Experiment,
-    clock: harness::clock::ClockKind,
+    clock: harness::base::clock::ClockKind,
     without_alerts: bool,
 ) -> Result<(), CliError> {
     if without_alerts && !clock.is_virtual() {
@@ -357,7 +357,7 @@ fn apply_clock(
             .map_err(CliError::new)?;
     }
     if without_alerts {
-        exp.leave_out_alerts(harness::clock::WITHOUT_ALERTS);
+        exp.leave_out_alerts(harness::base::clock::WITHOUT_ALERTS);
     }
     Ok(())
 }
@@ -367,8 +367,8 @@ fn agent_options(
     path: &std::path::Path,
     exp: &experiment::Experiment,
     args: &RunArgs,
-) -> Result<Option<runner::AgentOptions>, String> {
-    use harness::agent::coordinator::AgentSource;
+) -> Result<Option<run::AgentOptions>, String> {
+    use harness::run::agent::coordinator::AgentSource;
     let loopback = |host: Option<&str>| {
         host.is_some_and(|h| {
             h == "localhost"
@@ -423,7 +423,7 @@ fn agent_options(
             std::time::Duration::from_secs(30),
         ),
     };
-    Ok(Some(runner::AgentOptions {
+    Ok(Some(run::AgentOptions {
         count,
         source,
         listen,
@@ -431,9 +431,9 @@ fn agent_options(
     }))
 }
 
-fn agent(args: harness::agent::AgentArgs) -> Result<Finished, CliError> {
+fn agent(args: harness::run::agent::AgentArgs) -> Result<Finished, CliError> {
     let (rt, stop) = cli_runtime()?;
-    rt.block_on(harness::agent::run(args, stop))
+    rt.block_on(harness::run::agent::run(args, stop))
         .map_err(|e| CliError::Line(format!("harness agent: error: {e:#}")))?;
     Ok(Finished::Passed)
 }
@@ -471,7 +471,7 @@ fn report(
     }
     let analysis = run_report::analyse(&run);
     let files = run_report::write_report(dir, &run, &analysis).map_err(CliError::new)?;
-    let outcome = runner::RunOutcome {
+    let outcome = run::RunOutcome {
         interrupted: run.variants.iter().any(|v| v.interrupted),
         report_dir: dir.to_path_buf(),
         files,
@@ -483,7 +483,7 @@ fn report(
 }
 
 fn ablate(args: AblateArgs) -> Result<Finished, CliError> {
-    use harness::ablate;
+    use harness::commands::ablate;
     let mut exp = load(&args.experiment, args.quick, args.seed)?;
     apply_clock(&args.experiment, &mut exp, args.clock, args.without_alerts)?;
     let plan = ablate::plan(&exp, &args.before, &args.after)
@@ -501,15 +501,16 @@ fn ablate(args: AblateArgs) -> Result<Finished, CliError> {
         plan.experiment.variants.len(),
         humantime::format_duration(std::time::Duration::from_secs(est.as_secs()))
     );
-    harness::budget::check(est, *args.budget, args.force, "use --quick").map_err(CliError::new)?;
-    let (rt, stop) = harness::interrupt::clock_runtime(args.clock)?;
+    harness::commands::budget::check(est, *args.budget, args.force, "use --quick")
+        .map_err(CliError::new)?;
+    let (rt, stop) = harness::base::interrupt::clock_runtime(args.clock)?;
     let opts = RunOptions {
         out_dir: args.out,
         clock: args.clock,
         ..RunOptions::default()
     };
     let outcome = rt
-        .block_on(runner::run(&plan.experiment, &opts, stop.clone()))
+        .block_on(run::run(&plan.experiment, &opts, stop.clone()))
         .map_err(|e| CliError::new(format_args!("{e:#}")))?;
     let c = ablate::classify(
         &plan.groups,
@@ -534,7 +535,7 @@ fn ablate(args: AblateArgs) -> Result<Finished, CliError> {
     Ok(Finished::Passed)
 }
 
-fn print_summary(o: &runner::RunOutcome, quiet: bool) {
+fn print_summary(o: &run::RunOutcome, quiet: bool) {
     let a = &o.analysis;
     for v in &a.variants {
         let m = |k| v.metrics.get(k).unwrap_or(f64::NAN);

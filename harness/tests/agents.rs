@@ -7,8 +7,8 @@
 
 mod common;
 use common::{alive, children};
-use harness::agent::coordinator::{check_hello, AgentSource, Coordinator, Expected};
-use harness::agent::protocol::{self, Hello};
+use harness::run::agent::coordinator::{check_hello, AgentSource, Coordinator, Expected};
+use harness::run::agent::protocol::{self, Hello};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -254,7 +254,7 @@ async fn a_refused_agent_hears_why_and_the_run_does_not_start() {
     let http = reqwest::Client::new();
     let mut h = hello(43, &e.experiment_hash);
     h.of = 1;
-    let err = harness::agent::handshake(&http, &c.url, &h)
+    let err = harness::run::agent::handshake(&http, &c.url, &h)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("seed 43"), "{err}");

@@ -240,7 +240,7 @@ fn every_committed_campaign_context_names_a_shipped_experiment_and_form() {
             "{stem}"
         );
         let recorded =
-            harness::campaign::recorded_context(&root.join(format!("{file}.yaml")), &exp);
+            harness::commands::campaign::recorded_context(&root.join(format!("{file}.yaml")), &exp);
         assert_eq!(recorded, Some(ctx), "{stem} is found beside its experiment");
     }
 }

@@ -5,10 +5,10 @@
 //! test prints why it skipped, unless `HARNESS_REQUIRE_DOCKER=1` (as in
 //! `.ci/run`), which makes a missing part a failure.
 
-use harness::containers::{check_images, ContainerImages};
+use harness::base::interrupt::StopSignal;
+use harness::env::containers::{check_images, ContainerImages};
 use harness::experiment::parse;
-use harness::interrupt::StopSignal;
-use harness::runner::{self, RunOptions};
+use harness::run::{self, RunOptions};
 use std::sync::Arc;
 
 const SMALL: &str = r#"name: containers-smoke
@@ -58,7 +58,7 @@ async fn short_experiment_in_containers_with_a_paused_zone() {
         variant: None,
         ..RunOptions::default()
     };
-    let o = runner::run(&exp, &opts, Arc::new(StopSignal::default()))
+    let o = run::run(&exp, &opts, Arc::new(StopSignal::default()))
         .await
         .unwrap();
     let v = &o.run.variants[0];
@@ -132,9 +132,9 @@ async fn agents_as_containers_submit_the_single_process_run_s_documents() {
         let opts = RunOptions {
             out_dir: dir.join("reports"),
             quiet: true,
-            agents: agents.map(|count| runner::AgentOptions {
+            agents: agents.map(|count| run::AgentOptions {
                 count,
-                source: harness::agent::coordinator::AgentSource::Children {
+                source: harness::run::agent::coordinator::AgentSource::Children {
                     experiment: file.clone(),
                     quick: false,
                     seed: exp.seed,
@@ -144,7 +144,7 @@ async fn agents_as_containers_submit_the_single_process_run_s_documents() {
             }),
             ..RunOptions::default()
         };
-        let o = runner::run(&exp, &opts, Arc::new(StopSignal::default()))
+        let o = run::run(&exp, &opts, Arc::new(StopSignal::default()))
             .await
             .unwrap_or_else(|e| panic!("agents {agents:?}: {e:#} (an image from before the agents lacks harness: rebuild with ci/images.sh)"));
         let v = &o.run.variants[0];
@@ -185,7 +185,7 @@ async fn generic_faults_on_containers_are_applied_and_undone() {
         quiet: true,
         ..RunOptions::default()
     };
-    let o = runner::run(&exp, &opts, Arc::new(StopSignal::default()))
+    let o = run::run(&exp, &opts, Arc::new(StopSignal::default()))
         .await
         .unwrap();
     let events = &o.run.variants[0].events;

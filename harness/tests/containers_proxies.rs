@@ -15,10 +15,10 @@ use common::{
     assert_not_listening, assert_three_tries_each, containers_left, containers_missing,
     containers_named, HAPROXY_THREE_TRIES, NGINX_THREE_TRIES,
 };
-use harness::containers::ContainerImages;
+use harness::base::interrupt::StopSignal;
+use harness::env::containers::ContainerImages;
 use harness::experiment::parse;
-use harness::interrupt::StopSignal;
-use harness::runner::{self, RunOptions};
+use harness::run::{self, RunOptions};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -70,13 +70,13 @@ fn experiment(
     (dir, exp)
 }
 
-async fn run(dir: &std::path::Path, exp: &harness::experiment::Experiment) -> runner::RunOutcome {
+async fn run(dir: &std::path::Path, exp: &harness::experiment::Experiment) -> run::RunOutcome {
     let opts = RunOptions {
         out_dir: dir.join("reports"),
         quiet: true,
         ..RunOptions::default()
     };
-    runner::run(exp, &opts, Arc::new(StopSignal::default()))
+    run::run(exp, &opts, Arc::new(StopSignal::default()))
         .await
         .unwrap()
 }

@@ -2,9 +2,9 @@
 //! the report files, the integrity ledger; and the load path's promise that
 //! no request reaches a system after its variant's load has returned.
 
+use harness::base::interrupt::StopSignal;
 use harness::experiment::parse;
-use harness::interrupt::StopSignal;
-use harness::runner::{self, RunOptions};
+use harness::run::{self, RunOptions};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -43,7 +43,7 @@ async fn tiny_experiment_two_variants_with_report_and_integrity() {
         variant: None,
         ..RunOptions::default()
     };
-    let o = runner::run(&exp, &opts, Arc::new(StopSignal::default()))
+    let o = run::run(&exp, &opts, Arc::new(StopSignal::default()))
         .await
         .unwrap();
     assert_eq!(o.run.variants.len(), 2);
@@ -121,9 +121,9 @@ async fn no_request_after_the_load_returns() {
     tokio::spawn(async move { axum::serve(listener, app).await });
 
     let exp = parse(TINY, "tiny.yaml", false).unwrap();
-    let docs = runner::plan_documents(
+    let docs = run::plan_documents(
         &exp,
-        runner::Capacity {
+        run::Capacity {
             pages_per_sec: 0.0,
             docs_per_sec: 0.0,
         },
@@ -131,7 +131,7 @@ async fn no_request_after_the_load_returns() {
     let start = tokio::time::Instant::now();
     let load_end = start + std::time::Duration::from_secs(1);
     let hard_stop = load_end + std::time::Duration::from_millis(300);
-    let recorder = Arc::new(harness::recorder::Recorder::new(start, 5));
+    let recorder = Arc::new(harness::observe::recorder::Recorder::new(start, 5));
     let rec = recorder.clone();
     let retry: retry_policy::RetryConfig = serde_saphyr::from_str(
         "{ max_attempts: 1000, honour_retry_after: true, backoff: { fixed: { delay: 30ms } } }",
@@ -214,8 +214,8 @@ async fn arrival_rate_holds_at_2000_per_second() {
     tokio::spawn(async move { axum::serve(listener, app).await });
 
     let planned = 20_000u64;
-    let docs: Vec<harness::workload::Document> = (0..planned)
-        .map(|i| harness::workload::Document {
+    let docs: Vec<harness::load::workload::Document> = (0..planned)
+        .map(|i| harness::load::workload::Document {
             id: i,
             tenant: "t1".into(),
             pages: 1,
@@ -224,7 +224,7 @@ async fn arrival_rate_holds_at_2000_per_second() {
         .collect();
     let load_end = start + std::time::Duration::from_secs(10);
     let hard_stop = load_end + std::time::Duration::from_secs(2);
-    let recorder = Arc::new(harness::recorder::Recorder::new(start, 14));
+    let recorder = Arc::new(harness::observe::recorder::Recorder::new(start, 14));
     let rec = recorder.clone();
     let stop = Arc::new(StopSignal::default());
     let plan = harness::load::LoadPlan {
@@ -299,14 +299,14 @@ async fn external_target_through_its_admin_api() {
     };
 
     let wrong = parse(&text("{ words: 1024, rounds: 16 }"), "ext.yaml", false).unwrap();
-    let err = runner::run(&wrong, &opts, Arc::new(StopSignal::default()))
+    let err = run::run(&wrong, &opts, Arc::new(StopSignal::default()))
         .await
         .err()
         .expect("page mismatch is refused");
     assert!(format!("{err:#}").contains("page function"), "{err:#}");
 
     let right = parse(&text("{ words: 64, rounds: 2 }"), "ext.yaml", false).unwrap();
-    let o = runner::run(&right, &opts, Arc::new(StopSignal::default()))
+    let o = run::run(&right, &opts, Arc::new(StopSignal::default()))
         .await
         .unwrap();
     let v = &o.run.variants[0];

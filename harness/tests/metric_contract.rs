@@ -7,29 +7,29 @@ use gpu_executor::CpuExecutor;
 use std::sync::Arc;
 use sut::{System, SystemConfig};
 
-async fn exported(yaml: &str) -> harness::scrape::Scrape {
+async fn exported(yaml: &str) -> harness::observe::scrape::Scrape {
     let cfg = SystemConfig::from_yaml(yaml).unwrap();
     let sys = System::start_with_executor(cfg, Arc::new(CpuExecutor::new()))
         .await
         .unwrap();
     let text = sys.render_metrics();
     sys.shutdown();
-    harness::scrape::parse(&text)
+    harness::observe::scrape::parse(&text)
 }
 
 #[tokio::test]
 async fn every_series_the_scraper_reads_is_exported() {
     for yaml in ["zones: [z1]\n", "zones: [az1, az2, az3]\n"] {
         let s = exported(yaml).await;
-        let missing = harness::scrape::missing(&s);
+        let missing = harness::observe::scrape::missing(&s);
         assert!(missing.is_empty(), "{yaml}: not exported: {missing:?}");
     }
 }
 
 #[tokio::test]
 async fn a_target_without_a_series_is_told_which_figures_it_blanks() {
-    let s = harness::scrape::parse("sut_pool_slots{zone=\"z1\"} 4\n");
-    let missing = harness::scrape::missing(&s);
+    let s = harness::observe::scrape::parse("sut_pool_slots{zone=\"z1\"} 4\n");
+    let missing = harness::observe::scrape::missing(&s);
     let lost = missing
         .iter()
         .find(|(name, _)| *name == sut::metric_names::CACHE_WRITES_LOST_TOTAL.name)

@@ -8,7 +8,7 @@
 
 mod common;
 use harness::experiment::Alerts;
-use harness::prometheus::{Monitor, Prometheus};
+use harness::observe::prometheus::{Monitor, Prometheus};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};

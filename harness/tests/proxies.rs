@@ -10,9 +10,9 @@
 mod common;
 
 use common::{alive, assert_three_tries_each, HAPROXY_THREE_TRIES, NGINX_THREE_TRIES};
+use harness::base::interrupt::StopSignal;
 use harness::experiment::parse;
-use harness::interrupt::StopSignal;
-use harness::runner::{self, RunOptions};
+use harness::run::{self, RunOptions};
 use std::sync::Arc;
 
 const EXPERIMENT: &str = r#"name: proxy-gateway
@@ -86,7 +86,7 @@ async fn three_tries_per_request(kind: &str, config: &str) {
         quiet: true,
         ..RunOptions::default()
     };
-    let o = runner::run(&exp, &opts, Arc::new(StopSignal::default()))
+    let o = run::run(&exp, &opts, Arc::new(StopSignal::default()))
         .await
         .unwrap();
     assert_three_tries_each(kind, &o.run.variants[0]);

@@ -9,6 +9,7 @@
 
 pub mod raw;
 pub mod schema;
+pub(crate) mod tree;
 mod validate;
 
 pub use raw::PageDistribution;
@@ -47,13 +48,13 @@ pub struct Experiment {
     pub alerts_left_out: Option<String>,
     /// `sustaining:` an external target's own sustaining effects, as PromQL
     /// on the run's Prometheus (empty elsewhere).
-    pub sustaining: Vec<crate::sustaining::SustainingExpr>,
+    pub sustaining: Vec<crate::observe::target_series::SustainingExpr>,
     /// `campaign:` defaults and what must hold over runs.
     pub campaign: run_report::campaign::CampaignSpec,
     /// The file's text, for the report.
     pub source: String,
     /// The images `environment: containers` (or `--environment containers`) runs.
-    pub container_images: crate::containers::ContainerImages,
+    pub container_images: crate::env::containers::ContainerImages,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -65,7 +66,7 @@ pub enum Environment {
     External {
         url: String,
         admin_token: Option<String>,
-        components: std::collections::BTreeMap<String, crate::faults::ExternalComponent>,
+        components: std::collections::BTreeMap<String, crate::env::faults::ExternalComponent>,
         /// Its Prometheus metrics URL when not `{url}/metrics`: what the
         /// sampler reads and the run's Prometheus scrapes for
         /// `sustaining:` and `alerts:`.
@@ -73,7 +74,7 @@ pub enum Environment {
     },
     /// The system under test as containers (gateway, one pool per zone, Redis).
     Containers {
-        images: crate::containers::ContainerImages,
+        images: crate::env::containers::ContainerImages,
     },
 }
 
@@ -321,7 +322,7 @@ pub enum TimelineOp {
     LoadSpike(LoadSpike),
     /// Done to a component's process from the outside (`faults/`): a CPU
     /// quota, a pause, a kill; needs no admin API.
-    Generic(crate::faults::GenericFault),
+    Generic(crate::env::faults::GenericFault),
 }
 
 /// What undoes a fault at the end of its duration.
@@ -330,7 +331,7 @@ pub enum Revert {
     /// A command to the admin API.
     Admin(AdminCommand),
     /// The generic fault itself, undone (`faults::Injector::undo`).
-    Generic(crate::faults::GenericFault),
+    Generic(crate::env::faults::GenericFault),
 }
 
 /// How much a `load_spike` adds: `{ factor: 2.5 }` (the arrival rate times
@@ -478,7 +479,7 @@ impl Experiment {
     }
 
     /// The timeline's generic faults (`cpu_limit`, `pause`, `kill`).
-    pub fn generic_faults(&self) -> impl Iterator<Item = &crate::faults::GenericFault> {
+    pub fn generic_faults(&self) -> impl Iterator<Item = &crate::env::faults::GenericFault> {
         self.timeline.iter().filter_map(|e| match &e.op {
             TimelineOp::Generic(f) => Some(f),
             TimelineOp::Admin(_) | TimelineOp::OversizedDocuments(_) | TimelineOp::LoadSpike(_) => {
@@ -507,10 +508,10 @@ impl Experiment {
     pub(crate) fn network_faulted(&self) -> std::collections::BTreeSet<String> {
         self.generic_faults()
             .filter_map(|f| match f {
-                crate::faults::GenericFault::Network(n) => Some(n.component.clone()),
-                crate::faults::GenericFault::CpuLimit { .. }
-                | crate::faults::GenericFault::Pause { .. }
-                | crate::faults::GenericFault::Kill { .. } => None,
+                crate::env::faults::GenericFault::Network(n) => Some(n.component.clone()),
+                crate::env::faults::GenericFault::CpuLimit { .. }
+                | crate::env::faults::GenericFault::Pause { .. }
+                | crate::env::faults::GenericFault::Kill { .. } => None,
             })
             .collect()
     }
@@ -543,6 +544,6 @@ impl Experiment {
 
     /// Mean pages per document of the population (for capacity in documents/s).
     pub fn mean_pages(&self) -> f64 {
-        crate::workload::mean_pages(&self.workload.pages)
+        crate::load::workload::mean_pages(&self.workload.pages)
     }
 }

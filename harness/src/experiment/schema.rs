@@ -25,7 +25,7 @@ pub const COMMITTED: &str = "experiments/experiment.schema.json";
 #[serde(untagged)]
 pub(crate) enum TimelineOp {
     Harness(HarnessOp),
-    Generic(crate::faults::GenericFault),
+    Generic(crate::env::faults::GenericFault),
     Admin(sut::AdminCommand),
 }
 

@@ -69,13 +69,15 @@ pub fn proxy_missing(text: &str) -> Option<String> {
 /// `None` when they are installed. With `HARNESS_REQUIRE_PROMETHEUS=1` (as
 /// in `.ci/run`) a missing installation fails the test instead.
 pub fn prometheus_missing() -> Option<String> {
-    harness::prometheus::check_installed().err().map(|_| {
-        let why = "prometheus/promtool not installed (Debian package `prometheus`)";
-        if std::env::var("HARNESS_REQUIRE_PROMETHEUS").is_ok_and(|v| v == "1") {
-            panic!("HARNESS_REQUIRE_PROMETHEUS=1 but {why}");
-        }
-        why.to_string()
-    })
+    harness::observe::prometheus::check_installed()
+        .err()
+        .map(|_| {
+            let why = "prometheus/promtool not installed (Debian package `prometheus`)";
+            if std::env::var("HARNESS_REQUIRE_PROMETHEUS").is_ok_and(|v| v == "1") {
+                panic!("HARNESS_REQUIRE_PROMETHEUS=1 but {why}");
+            }
+            why.to_string()
+        })
 }
 
 /// The `sut` binary cargo built beside the test binaries.
@@ -136,7 +138,7 @@ pub fn harness_run(exp: &std::path::Path, out: &std::path::Path) -> std::process
 /// panic instead when `HARNESS_REQUIRE_DOCKER=1` (as in `.ci/run`), or
 /// `HARNESS_REQUIRE_PROXIES=1` where `proxy` says a proxy image is wanted.
 pub async fn containers_missing(images: &[&str], proxy: bool) -> Option<String> {
-    let why = harness::containers::check_these(images).await.err()?;
+    let why = harness::env::containers::check_these(images).await.err()?;
     let required = |var: &str| std::env::var(var).is_ok_and(|v| v == "1");
     if required("HARNESS_REQUIRE_DOCKER") || (proxy && required("HARNESS_REQUIRE_PROXIES")) {
         panic!("HARNESS_REQUIRE_DOCKER/HARNESS_REQUIRE_PROXIES=1 but: {why}");

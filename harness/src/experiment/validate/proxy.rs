@@ -53,7 +53,7 @@ pub(super) fn proxies(
         };
         let (kind, text) = read(&resolved).map_err(|m| err(".config", m))?;
         // Only where the proxy reads them: a placeholder in a comment is none.
-        let live = crate::proxy_gateway::uncommented(&text);
+        let live = crate::env::proxy_gateway::uncommented(&text);
         for need in placeholders(&resolved, &v.system.zones) {
             if !live.contains(&need) {
                 return Err(err(

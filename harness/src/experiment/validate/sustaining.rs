@@ -6,13 +6,13 @@
 //! metrics URL to read, a metrics URL nothing reads, names that are empty,
 //! unusable as a column or given twice, and empty expressions. Whether an
 //! expression is valid PromQL is `promtool`'s call
-//! ([`crate::sustaining::check`], before anything runs), not a second
+//! ([`crate::observe::target_series::check`], before anything runs), not a second
 //! parser's guess.
 
 use super::super::raw::*;
 use super::super::*;
 use super::{Ctx, ExperimentError};
-use crate::sustaining::{Site, SustainingExpr};
+use crate::observe::target_series::{Site, SustainingExpr};
 
 /// The validated `sustaining:` list (empty when the file has none).
 pub(super) fn sustaining(

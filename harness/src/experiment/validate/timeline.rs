@@ -125,7 +125,7 @@ fn timeline_entry(
             o,
             is_fault,
         )?)
-    } else if crate::faults::GenericFault::KINDS
+    } else if crate::env::faults::GenericFault::KINDS
         .iter()
         .any(|k| value.get(k).is_some())
     {
@@ -200,8 +200,8 @@ fn generic(
     value: &serde_json::Value,
     zones: &[String],
     env: &Environment,
-) -> Result<crate::faults::GenericFault, ExperimentError> {
-    let f: crate::faults::GenericFault = serde_json::from_value(value.clone())
+) -> Result<crate::env::faults::GenericFault, ExperimentError> {
+    let f: crate::env::faults::GenericFault = serde_json::from_value(value.clone())
         .map_err(|e| cx.err(at_loc, field, format!("{e}; e.g. `cpu_limit: {{ component: pool-az1, cpus: 0.2 }}`, `pause: {{ component: gateway }}`, `kill: {{ component: pool-az1 }}`, `network: {{ component: pool-az1, delay: 50ms, loss: 5 }}`")))?;
     let inner = format!("{field}.{}", f.kind());
     f.check()
@@ -209,7 +209,7 @@ fn generic(
     let names = match env {
         Environment::External { components, .. } => components.keys().cloned().collect(),
         Environment::Embedded | Environment::Containers { .. } => {
-            crate::components::component_names(zones)
+            crate::env::components::component_names(zones)
         }
     };
     if !names.iter().any(|n| n == f.component()) {

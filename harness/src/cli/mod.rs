@@ -1,0 +1,1 @@
+//! Every command's arguments (filled in below).

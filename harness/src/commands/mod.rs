@@ -1,0 +1,12 @@
+//! The commands built on runs: campaigns over seeds, sweeps and thresholds
+//! over a parameter, ablations of a fix, the harness's own benchmark, and
+//! Kubernetes renderings; with their budgets and axes.
+
+pub mod ablate;
+pub(crate) mod axis;
+pub mod bench;
+pub mod budget;
+pub mod campaign;
+pub mod render;
+pub mod sweep;
+pub mod threshold;

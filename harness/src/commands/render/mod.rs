@@ -1,0 +1,106 @@
+//! `harness render`: the experiment written out for an existing engine to
+//! run, instead of run here. Today one target: Kubernetes (`k8s.rs` builds
+//! the typed objects of `objects.rs`, `readme.rs` the steps beside them).
+
+pub mod k8s;
+mod objects;
+mod policies;
+mod readme;
+mod run_jobs;
+pub mod seeds;
+
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Subcommand)]
+pub enum RenderCommand {
+    /// Kubernetes manifests: namespace, the system per variant (pools,
+    /// gateway, Redis), the coordinator Job + Service, the agents as an
+    /// Indexed Job, NetworkPolicies, and a README with the kubectl steps.
+    K8s(K8sArgs),
+}
+
+#[derive(clap::Args)]
+pub struct K8sArgs {
+    /// The experiment file (YAML).
+    pub experiment: PathBuf,
+    /// Load agents per variant (the Indexed Job's completions).
+    #[arg(long, default_value_t = 1)]
+    pub agents: u32,
+    #[arg(long, default_value = "overload-harness")]
+    pub namespace: String,
+    /// Output folder (created; existing manifests in it are replaced).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Render the experiment's quick form.
+    #[arg(long)]
+    pub quick: bool,
+    /// The image holding `sut` and `harness` (ci/images.sh builds it as
+    /// overload-harness/sut:local; push it under a name the cluster pulls).
+    #[arg(long, default_value = crate::env::containers::DEFAULT_SUT_IMAGE)]
+    pub image: String,
+    #[arg(long, default_value = crate::env::containers::DEFAULT_REDIS_IMAGE)]
+    pub redis_image: String,
+    /// A campaign instead of one run: per variant an Indexed Job of one
+    /// self-contained run per seed (`1..20` or `1,4,7`); the pod's
+    /// `JOB_COMPLETION_INDEX` picks its seed.
+    #[arg(long)]
+    pub seeds: Option<String>,
+    /// With --seeds: pods of a variant running at once.
+    #[arg(long, default_value_t = 10, requires = "seeds")]
+    pub parallel: u32,
+    /// With --seeds: the image of the pod that mounts the reports for
+    /// `kubectl cp` (it needs `tar`).
+    #[arg(long, default_value = "debian:bookworm-slim", requires = "seeds")]
+    pub reader_image: String,
+}
+
+/// Renders and writes every file; returns the paths written.
+pub fn k8s_to_dir(args: &K8sArgs) -> Result<Vec<PathBuf>, k8s::RenderError> {
+    let exp = crate::experiment::load(&args.experiment, args.quick)?;
+    let opts = k8s::K8sOptions {
+        namespace: args.namespace.clone(),
+        agents: args.agents,
+        image: args.image.clone(),
+        redis_image: args.redis_image.clone(),
+        quick: args.quick,
+    };
+    let seeds = match &args.seeds {
+        Some(spec) => Some(seeds::SeedOptions {
+            seeds: crate::experiment::parse_seeds(spec)
+                .map_err(|e| k8s::RenderError::Environment(format!("--seeds {e}")))?,
+            spec: spec.clone(),
+            parallel: args.parallel,
+            reader_image: args.reader_image.clone(),
+        }),
+        None => None,
+    };
+    let manifests = match &seeds {
+        Some(s) => seeds::render(&exp, &opts, s)?,
+        None => k8s::render(&exp, &opts)?,
+    };
+    std::fs::create_dir_all(&args.out).map_err(|error| k8s::RenderError::CreateDir {
+        path: args.out.clone(),
+        error,
+    })?;
+    let mut written = Vec::new();
+    for m in &manifests {
+        let path = args.out.join(&m.file);
+        write(&path, &k8s::to_yaml(m)?)?;
+        written.push(path);
+    }
+    let path = args.out.join("README.md");
+    let text = match &seeds {
+        Some(s) => seeds::readme(&exp, &opts, s),
+        None => readme::readme(&exp, &opts, &manifests),
+    };
+    write(&path, &text)?;
+    written.push(path);
+    Ok(written)
+}
+
+fn write(path: &Path, text: &str) -> Result<(), k8s::RenderError> {
+    std::fs::write(path, text).map_err(|error| k8s::RenderError::Write {
+        path: path.to_path_buf(),
+        error,
+    })
+}

@@ -1,0 +1,461 @@
+//! A sweep's plan: its arguments, and every cell built and validated
+//! before anything runs (the grid values are set in the file's YAML tree, so
+//! a cell is checked exactly like a file a user wrote).
+
+use crate::base::clock::ClockKind;
+use crate::commands::axis::{parse_range, parse_trigger, Range, Trigger};
+use crate::experiment::tree::{parse_sets, set_path, to_yaml, with_sets, Source};
+use crate::experiment::{self, Experiment};
+use anyhow::Context;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Where `--load` goes in the experiment tree.
+pub const LOAD_PATH: &str = "workload.arrival.constant.capacity";
+
+/// Command-line arguments of `harness sweep`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SweepArgs {
+    /// The experiment file (YAML); its quick form is run in every cell.
+    pub experiment: PathBuf,
+    /// Loads (share of capacity): `FROM..TO:STEPS`, e.g. 0.3..0.9:7.
+    #[arg(long, default_value = "0.3..0.9:7")]
+    pub load: String,
+    /// Where the load goes in the YAML tree (a dotted path, as for
+    /// `--trigger`): for an experiment whose arrivals step up, e.g.
+    /// `workload.arrival.steps.1.capacity`.
+    #[arg(long, default_value = LOAD_PATH)]
+    pub load_path: String,
+    /// The trigger axis: `PATH[,PATH..]=FROM..TO:STEPS`, a dotted path in the
+    /// YAML tree (numeric segments index lists), e.g.
+    /// `quick.timeline.1.fault.oversized_documents.count=1..8:5`. Several
+    /// comma-separated paths all get the same value.
+    #[arg(long)]
+    pub trigger: String,
+    /// Fixed changes applied to every cell before the grid values:
+    /// `PATH=VALUE` (VALUE is YAML: `4s`, `30`, `true`), repeatable, e.g.
+    /// `--set quick.timeline.2.at=4s`.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub set: Vec<String>,
+    /// Map only this variant.
+    #[arg(long)]
+    pub variant: Option<String>,
+    /// Cells run at once (each starts its own system on its own port; in
+    /// virtual time each on its own thread).
+    #[arg(long, default_value_t = 1)]
+    pub parallel: usize,
+    /// Runs per cell, each with its own seed: the map shows each cell's
+    /// most common class and how many of its runs came back.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub seeds: u32,
+    /// Every cell's runs on this clock (`--clock virtual`: maps of
+    /// thousands of runs in minutes).
+    #[arg(long, value_enum, default_value = "real")]
+    pub clock: crate::base::clock::ClockKind,
+    /// With --clock virtual: leave the file's `alerts:` out, as for a run.
+    #[arg(long)]
+    pub without_alerts: bool,
+    #[command(flatten)]
+    pub plan: crate::commands::budget::PlanArgs,
+}
+
+/// How each cell runs: its seeds and its clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CellRuns {
+    /// The first cell's first seed (`None`: the file's).
+    pub base_seed: Option<u64>,
+    /// Runs per cell (at least one).
+    pub seeds: u32,
+    pub clock: crate::base::clock::ClockKind,
+    /// Leave `alerts:` out of every cell (virtual time).
+    pub without_alerts: bool,
+}
+
+impl CellRuns {
+    /// The options of `harness sweep`'s arguments.
+    pub fn of(args: &SweepArgs) -> CellRuns {
+        CellRuns {
+            base_seed: args.plan.seed,
+            seeds: args.seeds.max(1),
+            clock: args.clock,
+            without_alerts: args.without_alerts,
+        }
+    }
+}
+
+/// The experiment text of one cell: the file's tree with the fixed changes,
+/// the load and the trigger value set, as YAML.
+pub fn cell_text(
+    tree: &Value,
+    sets: &[(String, Value)],
+    load: Option<(&str, Value)>,
+    trigger: &Trigger,
+    trigger_index: usize,
+) -> anyhow::Result<String> {
+    let mut t = with_sets(tree, sets)?;
+    if let Some((path, load)) = load {
+        set_path(&mut t, path, load).map_err(|e| {
+            if path == LOAD_PATH {
+                anyhow::anyhow!("--load needs `workload: {{ arrival: {{ constant: {{ capacity: .. }} }} }}` in the experiment, or --load-path naming where the load goes ({e})")
+            } else {
+                anyhow::anyhow!("--load-path {path}: {e}")
+            }
+        })?;
+    }
+    for p in &trigger.paths {
+        set_path(&mut t, p, trigger.range.json(trigger_index))?;
+    }
+    to_yaml(&t)
+}
+
+/// Estimated wall time: runs (cells x seeds x variants) x (duration +
+/// drain + start-up) / parallel, on `clock` (`ClockKind::wall_estimate`).
+pub fn estimate(runs: usize, duration: Duration, parallel: usize, clock: ClockKind) -> Duration {
+    let per =
+        duration + crate::load::drain_time(Duration::from_secs(1), 4) + Duration::from_secs(3);
+    let waves = (runs as u32).div_ceil(parallel.max(1) as u32);
+    clock.wall_estimate(per * waves)
+}
+
+/// One cell of the grid, validated.
+pub struct Cell {
+    pub index: usize,
+    /// Position: x = load index, y = trigger index.
+    pub x: usize,
+    pub y: usize,
+    /// Seeded with the cell's first seed.
+    pub experiment: Experiment,
+    /// The cell's seeds, one run each: base seed + index x seeds per cell + k.
+    pub seeds: Vec<u64>,
+}
+
+/// A validated sweep.
+pub struct Plan {
+    pub name: String,
+    pub file: String,
+    pub loads: Range,
+    /// Where each load value was set in the tree.
+    pub load_path: String,
+    pub trigger: Trigger,
+    /// The `--set` changes, as `path=json`.
+    pub sets: Vec<String>,
+    pub variants: Vec<String>,
+    pub cells: Vec<Cell>,
+    pub duration: Duration,
+    pub base_seed: u64,
+    pub runs: CellRuns,
+}
+
+impl Plan {
+    /// Every run of the grid, as (cell, seed) pairs.
+    pub fn run_count(&self) -> usize {
+        self.cells.iter().map(|c| c.seeds.len()).sum::<usize>() * self.variants.len()
+    }
+}
+
+/// Builds and validates every cell (nothing runs before all of them passed).
+pub fn plan(
+    path: &Path,
+    loads: &str,
+    load_path: &str,
+    trigger: &str,
+    sets: &[String],
+    variant: Option<&str>,
+    runs: CellRuns,
+) -> anyhow::Result<Plan> {
+    // The file as written must be valid first (errors point at its lines).
+    let src = Source::read(path, true)?;
+    let loads = parse_range(loads).context("--load")?;
+    let trigger = parse_trigger(trigger)?;
+    let sets = parse_sets(sets)?;
+    if src.tree.pointer("/quick/timeline").is_some() {
+        for p in &trigger.paths {
+            if p.starts_with("timeline.") {
+                eprintln!("warning: {p}: the sweep runs the quick form, which uses `quick.timeline`; this path only changes the full timeline");
+            }
+        }
+    }
+    if runs.without_alerts && !runs.clock.is_virtual() {
+        anyhow::bail!("--without-alerts is for --clock virtual only");
+    }
+    if runs.clock.is_virtual() {
+        experiment::check_virtual_clock(&src.base.source, &src.file, runs.without_alerts)?;
+    }
+    let base = &src.base;
+    let variants = src.variants(variant);
+    if variants.is_empty() {
+        anyhow::bail!(
+            "no variant named {:?} in {} (it has: {})",
+            variant.unwrap_or(""),
+            base.name,
+            base.variants
+                .iter()
+                .map(|v| v.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let base_seed = runs.base_seed.unwrap_or(base.seed);
+    let axes = Axes {
+        loads: &loads,
+        load_path,
+        trigger: &trigger,
+    };
+    let cells = axes.cells(&src, &sets, base_seed, runs)?;
+    let cells_duration = cells
+        .iter()
+        .map(|c| c.experiment.duration)
+        .max()
+        .unwrap_or(base.duration);
+    Ok(Plan {
+        name: base.name.clone(),
+        file: src.file,
+        loads,
+        load_path: load_path.to_string(),
+        trigger,
+        sets: sets
+            .iter()
+            .map(|(p, v)| format!("{p}={}", serde_json::to_string(v).unwrap_or_default()))
+            .collect(),
+        variants,
+        cells,
+        duration: cells_duration,
+        base_seed,
+        runs,
+    })
+}
+
+/// The grid's two axes: the loads (x), set at `load_path`, and the
+/// trigger's values (y).
+struct Axes<'a> {
+    loads: &'a Range,
+    load_path: &'a str,
+    trigger: &'a Trigger,
+}
+
+impl Axes<'_> {
+    /// Every cell, row by row (trigger value, then load), each the file with
+    /// `sets` and its two values, validated, with `runs.seeds` seeds from
+    /// `base_seed` + its index x `runs.seeds`.
+    fn cells(
+        &self,
+        src: &Source,
+        sets: &[(String, Value)],
+        base_seed: u64,
+        runs: CellRuns,
+    ) -> anyhow::Result<Vec<Cell>> {
+        let (loads, trigger) = (self.loads, self.trigger);
+        let mut cells: Vec<Cell> = Vec::new();
+        for y in 0..trigger.range.values.len() {
+            for x in 0..loads.values.len() {
+                let index = cells.len();
+                let load = Some((self.load_path, loads.json(x)));
+                let text = cell_text(&src.tree, sets, load, trigger, y)?;
+                let label = format!(
+                    "{} (sweep cell load={} {}={})",
+                    src.file,
+                    loads.text(x),
+                    trigger.paths[0],
+                    trigger.range.text(y)
+                );
+                let mut e =
+                    experiment::parse(&text, &label, true).map_err(|e| anyhow::anyhow!("{e}"))?;
+                let n = u64::from(runs.seeds.max(1));
+                let seeds: Vec<u64> = (0..n)
+                    .map(|k| base_seed.wrapping_add(index as u64 * n + k))
+                    .collect();
+                e.seed = seeds[0];
+                if runs.without_alerts {
+                    e.leave_out_alerts(crate::base::clock::WITHOUT_ALERTS);
+                }
+                cells.push(Cell {
+                    index,
+                    x,
+                    y,
+                    experiment: e,
+                    seeds,
+                });
+            }
+        }
+        Ok(cells)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::tree::parse_set;
+    use serde_json::json;
+
+    #[test]
+    fn estimate_scales_with_parallel() {
+        let one = estimate(50, Duration::from_secs(20), 1, ClockKind::Real);
+        let two = estimate(50, Duration::from_secs(20), 2, ClockKind::Real);
+        assert!(one >= Duration::from_secs(50 * 26));
+        assert_eq!(two * 2, one);
+        let virt = estimate(50, Duration::from_secs(20), 1, ClockKind::Virtual);
+        assert_eq!(virt * 20, one);
+    }
+
+    fn retry_storm() -> (String, String) {
+        let p = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../experiments/retry-storm.yaml"
+        );
+        (
+            std::fs::read_to_string(p).expect("retry-storm.yaml"),
+            p.to_string(),
+        )
+    }
+
+    #[test]
+    fn cell_text_round_trips_through_validation() {
+        let (text, file) = retry_storm();
+        let tree: Value = serde_saphyr::from_str(&text).unwrap();
+        let trig =
+            parse_trigger("quick.timeline.1.fault.oversized_documents.count=1..8:3").unwrap();
+        let sets = vec![parse_set("quick.timeline.1.at=9s").unwrap()];
+        let cell = cell_text(&tree, &sets, Some((LOAD_PATH, json!(0.7))), &trig, 2).unwrap();
+        let e =
+            experiment::parse(&cell, &format!("{file} (cell)"), true).expect("the cell validates");
+        let orig = experiment::parse(&text, &file, true).unwrap();
+        assert_eq!(
+            e.workload.arrival,
+            experiment::Arrival::Constant(experiment::Rate::Capacity(0.7))
+        );
+        let counts: Vec<u32> = e
+            .timeline
+            .iter()
+            .filter_map(|t| match &t.op {
+                experiment::TimelineOp::OversizedDocuments(o) => Some(o.count),
+                experiment::TimelineOp::Admin(_)
+                | experiment::TimelineOp::LoadSpike(_)
+                | experiment::TimelineOp::Generic(_) => None,
+            })
+            .collect();
+        assert_eq!(counts, vec![8]);
+        // Everything else is as written.
+        assert_eq!(e.timeline.len(), orig.timeline.len());
+        assert_eq!(e.timeline[0], orig.timeline[0]);
+        assert_eq!(e.timeline[1].at, Duration::from_secs(9));
+        assert_eq!(e.expectations.len(), orig.expectations.len());
+        assert_eq!(e.variants.len(), orig.variants.len());
+        assert_eq!(e.duration, orig.duration);
+    }
+
+    #[test]
+    fn plan_validates_every_cell_and_rejects_bad_paths() {
+        let (_, file) = retry_storm();
+        let p = plan(
+            Path::new(&file),
+            "0.3..0.7:3",
+            LOAD_PATH,
+            "quick.timeline.1.fault.oversized_documents.count=1..8:2",
+            &[],
+            None,
+            CellRuns {
+                base_seed: Some(100),
+                ..CellRuns::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(p.cells.len(), 6);
+        assert_eq!(p.variants, vec!["before-fix", "async-clients", "after-fix"]);
+        assert_eq!(p.cells[5].experiment.seed, 105);
+        assert_eq!((p.cells[4].x, p.cells[4].y), (1, 1));
+        let e = plan(
+            Path::new(&file),
+            "0.5",
+            LOAD_PATH,
+            "quick.timeline.9.fault.oversized_documents.count=1..8:2",
+            &[],
+            None,
+            CellRuns::default(),
+        )
+        .err()
+        .unwrap();
+        assert!(format!("{e:#}").contains("index 9"), "{e:#}");
+        let e = plan(
+            Path::new(&file),
+            "0.5",
+            LOAD_PATH,
+            "x=1..2:2",
+            &[],
+            Some("nope"),
+            CellRuns::default(),
+        )
+        .err()
+        .unwrap();
+        assert!(format!("{e:#}").contains("no variant"), "{e:#}");
+    }
+
+    #[test]
+    fn several_seeds_per_cell_and_the_virtual_clock() {
+        let (_, file) = retry_storm();
+        let trigger = "quick.timeline.1.fault.oversized_documents.count=1..8:2";
+        let runs = CellRuns {
+            base_seed: Some(100),
+            seeds: 3,
+            clock: ClockKind::Virtual,
+            without_alerts: true,
+        };
+        let p = plan(
+            Path::new(&file),
+            "0.3..0.5:2",
+            LOAD_PATH,
+            trigger,
+            &[],
+            None,
+            runs,
+        )
+        .unwrap();
+        assert_eq!(p.cells[1].seeds, vec![103, 104, 105]);
+        assert_eq!(p.cells[1].experiment.seed, 103);
+        assert!(p.cells.iter().all(|c| c.experiment.alerts.is_none()));
+        assert_eq!(p.run_count(), 4 * 3 * 3);
+        // A real Prometheus cannot run on the virtual clock: the file's
+        // `alerts:` are refused unless left out.
+        let runs = CellRuns {
+            without_alerts: false,
+            ..runs
+        };
+        let e = plan(Path::new(&file), "0.5", LOAD_PATH, trigger, &[], None, runs)
+            .err()
+            .unwrap();
+        assert!(format!("{e:#}").contains("alerts"), "{e:#}");
+    }
+
+    #[test]
+    fn the_load_goes_where_load_path_says() {
+        let file = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../experiments/cache-flush.yaml"
+        );
+        let p = plan(
+            Path::new(file),
+            "1.0..2.0:2",
+            "workload.arrival.steps.1.capacity",
+            "quick.timeline.0.fault.cache_flush.share=0.5..1.0:2",
+            &[],
+            Some("before-fix"),
+            CellRuns::default(),
+        )
+        .unwrap();
+        assert_eq!(p.cells.len(), 4);
+        assert_eq!(p.load_path, "workload.arrival.steps.1.capacity");
+        // A constant-rate path on a stepped arrival names the fix.
+        let e = plan(
+            Path::new(file),
+            "1.0",
+            LOAD_PATH,
+            "quick.timeline.0.fault.cache_flush.share=0.5..1.0:2",
+            &[],
+            None,
+            CellRuns::default(),
+        )
+        .err()
+        .unwrap();
+        assert!(format!("{e:#}").contains("--load-path"), "{e:#}");
+    }
+}

@@ -1,0 +1,470 @@
+//! Components as processes of their own, for faults that act on a process
+//! (`cpu_limit`, `pause`, `kill`) and for a real proxy as the gateway.
+//!
+//! The embedded environment normally runs the whole system in the
+//! harness's process, where a cgroup cannot single out one zone's pool. When
+//! the timeline has a generic fault (or the gateway is a real proxy), each
+//! variant runs the containers environment's split instead, as child
+//! processes of the `sut` binary on loopback: one `sut --role pool --zone Z`
+//! per zone (component `pool-Z`) and, unless a proxy takes its place, one
+//! `sut --role gateway` (component `gateway`). The binary is found beside
+//! the harness's own (or its parent folder, for tests), or at
+//! `$HARNESS_SUT_BIN`. Each child logs to a file in the variant's folder,
+//! is killed when the set is dropped and when the harness dies
+//! (`PR_SET_PDEATHSIG`), and is recorded in the fault ledger so a later
+//! start kills one left running. `kill` and `restart` act on one component;
+//! a restarted component listens on the address it had, so its peers reach
+//! it again.
+
+use anyhow::{bail, Context};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Mutex;
+
+use crate::env::faults::ledger::{process_start, Ledger, Record};
+
+/// How long a component may take to listen.
+const STARTUP: Duration = Duration::from_secs(60);
+
+/// The `sut` binary: `$HARNESS_SUT_BIN`, else beside this executable, else
+/// one folder up (integration tests run from `target/debug/deps`).
+pub(crate) fn sut_binary() -> anyhow::Result<PathBuf> {
+    if let Some(p) = std::env::var_os("HARNESS_SUT_BIN").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().context("finding the harness executable")?;
+    let here = exe.parent().context("the harness executable's folder")?;
+    for dir in [Some(here), here.parent()].into_iter().flatten() {
+        let p = dir.join("sut");
+        if p.is_file() {
+            return Ok(p);
+        }
+    }
+    bail!(
+        "no `sut` binary beside {} (build it: cargo build -p system-under-test, or set HARNESS_SUT_BIN)",
+        exe.display()
+    )
+}
+
+/// Removes the component folders (configuration, logs) that harnesses no
+/// longer running left in the temporary folder (a SIGKILL skips the
+/// removal); a folder whose pid runs again, possibly another program, is
+/// left alone. Returns how many were removed.
+pub fn sweep_leftover_dirs() -> usize {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("harness-components-")
+            .and_then(|r| r.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if process_start(pid).is_none() && std::fs::remove_dir_all(e.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// A component's name for a zone's pool.
+pub(crate) fn pool_component(zone: &str) -> String {
+    format!("pool-{zone}")
+}
+
+/// The zone of a pool component's name (`pool-Z`), None for the gateway.
+pub(crate) fn pool_zone(component: &str) -> Option<&str> {
+    component.strip_prefix("pool-")
+}
+
+/// The component names a system with these zones offers: `gateway` and one
+/// `pool-Z` per zone.
+pub(crate) fn component_names(zones: &[String]) -> Vec<String> {
+    std::iter::once("gateway".to_string())
+        .chain(zones.iter().map(|z| pool_component(z)))
+        .collect()
+}
+
+/// How a component says it is ready, and where it listens.
+#[derive(Clone, Copy)]
+enum Ready {
+    /// A `sut` process: given `--listen ADDR`, it logs where it listens.
+    Logged,
+    /// A proxy whose configuration names its address: ready once it accepts.
+    Accepts,
+}
+
+/// One running (or killed) component.
+struct Proc {
+    program: PathBuf,
+    /// Arguments (a `sut` process's without `--listen`).
+    args: Vec<String>,
+    addr: SocketAddr,
+    ready: Ready,
+    child: Option<tokio::process::Child>,
+    /// Its ledger records: the process and the children it had started
+    /// (nginx's workers, which a SIGKILL of the master leaves running).
+    ledger_ids: Vec<u64>,
+}
+
+/// The variant's component processes.
+pub(crate) struct ProcessSet {
+    dir: PathBuf,
+    ledger: Arc<Ledger>,
+    procs: Mutex<BTreeMap<String, Proc>>,
+}
+
+impl ProcessSet {
+    /// An empty set whose files (configuration, logs) go to `dir`.
+    pub(crate) fn new(dir: PathBuf, ledger: Arc<Ledger>) -> anyhow::Result<ProcessSet> {
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(ProcessSet {
+            dir,
+            ledger,
+            procs: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Starts component `name` (`program args --listen 127.0.0.1:0`) and
+    /// waits until its log says where it listens.
+    pub(crate) async fn start_sut(
+        &self,
+        name: &str,
+        program: &Path,
+        args: Vec<String>,
+    ) -> anyhow::Result<SocketAddr> {
+        let listen: SocketAddr = "127.0.0.1:0".parse().expect("an address");
+        self.start(name, program, args, listen, Ready::Logged).await
+    }
+
+    /// Starts component `name` (`program args`), whose configuration makes
+    /// it listen on `addr`, and waits until it accepts connections there.
+    pub(crate) async fn start_listening_on(
+        &self,
+        name: &str,
+        program: &Path,
+        args: Vec<String>,
+        addr: SocketAddr,
+    ) -> anyhow::Result<SocketAddr> {
+        self.start(name, program, args, addr, Ready::Accepts).await
+    }
+
+    async fn start(
+        &self,
+        name: &str,
+        program: &Path,
+        args: Vec<String>,
+        listen: SocketAddr,
+        ready: Ready,
+    ) -> anyhow::Result<SocketAddr> {
+        let (child, addr) = self.spawn(name, program, &args, listen, ready).await?;
+        let ledger_ids = self.record(name, &child)?;
+        self.procs.lock().await.insert(
+            name.to_string(),
+            Proc {
+                program: program.to_path_buf(),
+                args,
+                addr,
+                ready,
+                child: Some(child),
+                ledger_ids,
+            },
+        );
+        Ok(addr)
+    }
+
+    /// Records the component's process and its children in the ledger.
+    fn record(&self, name: &str, child: &tokio::process::Child) -> anyhow::Result<Vec<u64>> {
+        let Some(pid) = child.id() else {
+            return Ok(Vec::new());
+        };
+        let mut ids = Vec::new();
+        for p in std::iter::once(pid).chain(descendants(pid)) {
+            ids.push(self.ledger.add(Record::Process {
+                pid: p,
+                start: process_start(p).unwrap_or(0),
+                name: name.to_string(),
+            })?);
+        }
+        Ok(ids)
+    }
+
+    fn forget(&self, ids: &mut Vec<u64>) {
+        for id in ids.drain(..) {
+            self.ledger.remove(id);
+        }
+    }
+
+    fn log_path(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}.log"))
+    }
+
+    async fn spawn(
+        &self,
+        name: &str,
+        program: &Path,
+        args: &[String],
+        listen: SocketAddr,
+        ready: Ready,
+    ) -> anyhow::Result<(tokio::process::Child, SocketAddr)> {
+        let log_path = self.log_path(name);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .with_context(|| format!("opening {}", log_path.display()))?;
+        let offset = log.metadata().map(|m| m.len()).unwrap_or(0);
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(args);
+        if let Ready::Logged = ready {
+            cmd.arg("--listen").arg(listen.to_string());
+        }
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(log.try_clone().context("log file")?)
+            .stderr(log)
+            .kill_on_drop(true);
+        die_with_parent(&mut cmd);
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("starting {name} ({})", program.display()))?;
+        let addr = match ready {
+            Ready::Logged => wait_listening(&mut child, &log_path, offset, name).await?,
+            Ready::Accepts => wait_accepting(&mut child, &log_path, listen, name).await?,
+        };
+        Ok((child, addr))
+    }
+
+    /// The address component `name` listens on.
+    pub(crate) async fn addr(&self, name: &str) -> Option<SocketAddr> {
+        self.procs.lock().await.get(name).map(|p| p.addr)
+    }
+
+    /// The pid of component `name`, while it runs.
+    pub(crate) async fn pid(&self, name: &str) -> Option<u32> {
+        self.procs
+            .lock()
+            .await
+            .get(name)
+            .and_then(|p| p.child.as_ref())
+            .and_then(|c| c.id())
+    }
+
+    /// SIGKILLs component `name` and reaps it.
+    pub(crate) async fn kill(&self, name: &str) -> anyhow::Result<u32> {
+        let mut procs = self.procs.lock().await;
+        let p = procs.get_mut(name).context("no such component")?;
+        let mut child = p.child.take().context("already killed")?;
+        let pid = child.id().unwrap_or(0);
+        // Its own children too (nginx's workers outlive a killed master).
+        for d in descendants(pid) {
+            // SAFETY: kill(2) on a descendant of our own child.
+            unsafe { libc::kill(d as i32, libc::SIGKILL) };
+        }
+        child
+            .kill()
+            .await
+            .with_context(|| format!("killing {name}"))?;
+        self.forget(&mut p.ledger_ids);
+        Ok(pid)
+    }
+
+    /// Starts a killed component again on its address.
+    pub(crate) async fn restart(&self, name: &str) -> anyhow::Result<u32> {
+        let mut procs = self.procs.lock().await;
+        let p = procs.get_mut(name).context("no such component")?;
+        if p.child.is_some() {
+            bail!("{name} is running");
+        }
+        let (child, _) = self
+            .spawn(name, &p.program, &p.args, p.addr, p.ready)
+            .await?;
+        p.ledger_ids = self.record(name, &child)?;
+        let pid = child.id().unwrap_or(0);
+        p.child = Some(child);
+        Ok(pid)
+    }
+
+    /// Stops every component (SIGTERM, then SIGKILL after `grace`).
+    pub(crate) async fn stop(&self, grace: Duration) {
+        let mut procs = self.procs.lock().await;
+        for p in procs.values_mut() {
+            if let Some(pid) = p.child.as_ref().and_then(|c| c.id()) {
+                // SAFETY: kill(2) on our own child, not yet reaped.
+                unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+            }
+        }
+        for p in procs.values_mut() {
+            if let Some(mut c) = p.child.take() {
+                if tokio::time::timeout(grace, c.wait()).await.is_err() {
+                    kill_tree(&mut c);
+                    let _ = c.kill().await;
+                }
+            }
+            self.forget(&mut p.ledger_ids);
+        }
+    }
+}
+
+impl Drop for ProcessSet {
+    fn drop(&mut self) {
+        // What `stop` did not stop: killed with its children (kill_on_drop
+        // alone would leave nginx's workers), and forgotten in the ledger.
+        if let Ok(mut procs) = self.procs.try_lock() {
+            for p in procs.values_mut() {
+                if let Some(c) = p.child.as_mut() {
+                    kill_tree(c);
+                }
+                for id in p.ledger_ids.drain(..) {
+                    self.ledger.remove(id);
+                }
+            }
+        }
+    }
+}
+
+/// SIGKILLs the descendants of `child` (its own kill follows).
+fn kill_tree(child: &mut tokio::process::Child) {
+    if let Some(pid) = child.id() {
+        for d in descendants(pid) {
+            // SAFETY: kill(2) on a descendant of our own child.
+            unsafe { libc::kill(d as i32, libc::SIGKILL) };
+        }
+    }
+}
+
+/// The child dies with the harness, even by SIGKILL.
+pub(crate) fn die_with_parent(cmd: &mut tokio::process::Command) {
+    // SAFETY: prctl and getppid are async-signal-safe; nothing else runs
+    // between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 || libc::getppid() == 1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Waits for `sut: listening on http://ADDR` in the log after `offset`.
+async fn wait_listening(
+    child: &mut tokio::process::Child,
+    log: &Path,
+    offset: u64,
+    name: &str,
+) -> anyhow::Result<SocketAddr> {
+    let deadline = Instant::now() + STARTUP;
+    loop {
+        let text = std::fs::read(log).unwrap_or_default();
+        let text = String::from_utf8_lossy(&text[(offset as usize).min(text.len())..]).into_owned();
+        if let Some(addr) = text
+            .lines()
+            .find_map(|l| l.split_once("listening on http://").map(|(_, a)| a.trim()))
+            .and_then(|a| a.parse().ok())
+        {
+            return Ok(addr);
+        }
+        if let Some(status) = child.try_wait()? {
+            bail!(
+                "{name} exited ({status}) before listening; its log {}:\n{}",
+                log.display(),
+                tail(&text)
+            );
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "{name} did not listen within {STARTUP:?}; its log {}:\n{}",
+                log.display(),
+                tail(&text)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until something accepts connections on `addr`.
+async fn wait_accepting(
+    child: &mut tokio::process::Child,
+    log: &Path,
+    addr: SocketAddr,
+    name: &str,
+) -> anyhow::Result<SocketAddr> {
+    let deadline = Instant::now() + STARTUP;
+    loop {
+        if tokio::net::TcpStream::connect(addr).await.is_ok() {
+            return Ok(addr);
+        }
+        let text = || String::from_utf8_lossy(&std::fs::read(log).unwrap_or_default()).into_owned();
+        if let Some(status) = child.try_wait()? {
+            bail!(
+                "{name} exited ({status}) before listening on {addr}; its log {}:\n{}",
+                log.display(),
+                tail(&text())
+            );
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "{name} did not listen on {addr} within {STARTUP:?}; its log {}:\n{}",
+                log.display(),
+                tail(&text())
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Every descendant of `pid` (children, their children, ...), from /proc.
+pub(crate) fn descendants(pid: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for e in entries.flatten() {
+            let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+                continue;
+            };
+            let ppid = stat
+                .rfind(')')
+                .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
+                .and_then(|x| x.parse::<u32>().ok());
+            if let Some(pp) = ppid {
+                parent_of.push((p, pp));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(p) = frontier.pop() {
+        for (c, pp) in &parent_of {
+            if *pp == p && !out.contains(c) {
+                out.push(*c);
+                frontier.push(*c);
+            }
+        }
+    }
+    out
+}
+
+/// A free loopback port (bound, read, released), for a proxy's listen or
+/// metrics address.
+pub(crate) fn free_loopback_addr() -> anyhow::Result<SocketAddr> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").context("binding a loopback port")?;
+    Ok(l.local_addr()?)
+}
+
+fn tail(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(15)..].join("\n")
+}
