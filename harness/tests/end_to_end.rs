@@ -121,9 +121,9 @@ async fn no_request_after_the_load_returns() {
     tokio::spawn(async move { axum::serve(listener, app).await });
 
     let exp = parse(TINY, "tiny.yaml", false).unwrap();
-    let docs = run::plan_documents(
+    let docs = harness::load::plan_documents(
         &exp,
-        run::Capacity {
+        harness::load::Capacity {
             pages_per_sec: 0.0,
             docs_per_sec: 0.0,
         },

@@ -18,11 +18,6 @@
 //! (`experiment::check_virtual_clock`, and [`refuse_flags`] for the
 //! command line's options).
 
-use crate::experiment::Experiment;
-use crate::run::Capacity;
-use gpu_executor::PageExecutor;
-use std::sync::Arc;
-
 /// The clock of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum ClockKind {
@@ -101,22 +96,6 @@ pub fn refuse_flags(agents: bool, deployed: bool, containers: bool) -> Option<St
 /// Why a virtual run has no alert metrics (`--without-alerts`).
 pub const WITHOUT_ALERTS: &str =
     "alerts: left out (--without-alerts): a real Prometheus cannot run on the virtual clock";
-
-/// The page executor of a virtual run: the CPU reference, computed in line.
-pub(crate) fn executor() -> Arc<dyn PageExecutor> {
-    Arc::new(gpu_executor::CpuExecutor::new())
-}
-
-/// One pool's capacity in virtual time: the GPU model's own, `lanes`
-/// pages per `page_time` (computing a batch takes no modeled time there).
-pub(crate) fn modeled_capacity(exp: &Experiment) -> Capacity {
-    let gpu = &exp.variants[0].system.gpu;
-    let pages_per_sec = f64::from(gpu.lanes.max(1)) / gpu.page_time.as_secs_f64().max(1e-9);
-    Capacity {
-        pages_per_sec,
-        docs_per_sec: pages_per_sec / exp.mean_pages().max(1e-9),
-    }
-}
 
 /// What a run took on the wall clock and on its own clock.
 #[derive(Debug, Clone, Copy)]

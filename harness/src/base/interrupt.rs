@@ -51,6 +51,17 @@ impl StopSignal {
     }
 }
 
+/// What must be undone before the process exits at a second Ctrl-C,
+/// registered by the layer that changes the machine (the fault ledger, when
+/// it opens), which this module stands below and may not name.
+static ON_FORCED_EXIT: std::sync::OnceLock<fn() -> Vec<String>> = std::sync::OnceLock::new();
+
+/// Registers `undo` (it returns a line per thing undone) to run when a
+/// second Ctrl-C exits at once. The first registration stands.
+pub fn on_forced_exit(undo: fn() -> Vec<String>) {
+    let _ = ON_FORCED_EXIT.set(undo);
+}
+
 /// Installs the process's Ctrl-C handler (before goose tries to install its own,
 /// which then leaves ours in place).
 pub fn install_ctrl_c(stop: Arc<StopSignal>) {
@@ -58,7 +69,7 @@ pub fn install_ctrl_c(stop: Arc<StopSignal>) {
         if stop.is_set() {
             eprintln!("\nsecond Ctrl-C: exiting without a report");
             // Faults in force are undone even so (the ledger says which).
-            for line in crate::env::faults::ledger::undo_own() {
+            for line in ON_FORCED_EXIT.get().map(|undo| undo()).unwrap_or_default() {
                 eprintln!("harness: {line}");
             }
             std::process::exit(130);

@@ -8,7 +8,7 @@
 //! except through its admin API.
 
 use crate::experiment::{Arrival, Environment, Experiment, LoadSpike, Rate, TimelineOp, Variant};
-use crate::run::Capacity;
+use crate::load::Capacity;
 use anyhow::Context;
 use gpu_executor::PageExecutor;
 use std::sync::Arc;
@@ -438,4 +438,20 @@ async fn check_external_page_function(
         );
     }
     Ok(())
+}
+
+/// The page executor of a virtual run: the CPU reference, computed in line.
+pub(crate) fn virtual_executor() -> Arc<dyn PageExecutor> {
+    Arc::new(gpu_executor::CpuExecutor::new())
+}
+
+/// One pool's capacity in virtual time: the GPU model's own, `lanes`
+/// pages per `page_time` (computing a batch takes no modeled time there).
+pub(crate) fn modeled_capacity(exp: &Experiment) -> Capacity {
+    let gpu = &exp.variants[0].system.gpu;
+    let pages_per_sec = f64::from(gpu.lanes.max(1)) / gpu.page_time.as_secs_f64().max(1e-9);
+    Capacity {
+        pages_per_sec,
+        docs_per_sec: pages_per_sec / exp.mean_pages().max(1e-9),
+    }
 }

@@ -8,6 +8,7 @@
 //! file, line, column and field, and nothing runs before all of it passed.
 
 pub mod raw;
+pub(crate) mod sampling;
 pub mod schema;
 pub(crate) mod tree;
 mod validate;
@@ -544,6 +545,6 @@ impl Experiment {
 
     /// Mean pages per document of the population (for capacity in documents/s).
     pub fn mean_pages(&self) -> f64 {
-        crate::load::workload::mean_pages(&self.workload.pages)
+        sampling::mean_pages(&self.workload.pages)
     }
 }

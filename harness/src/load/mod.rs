@@ -32,6 +32,7 @@ pub(crate) mod spike;
 pub mod workload;
 
 use crate::base::interrupt::StopSignal;
+use crate::experiment::{Experiment, TimelineOp};
 use crate::load::client_policies::ClientPolicies;
 use crate::load::journey::{AttemptReport, JourneyContext, Reports};
 use crate::load::lanes::{deal, share, LanePlan, Lanes};
@@ -318,4 +319,39 @@ async fn record(user: &mut GooseUser, reports: &Reports, batch: &mut Vec<Attempt
 pub fn drain_time(client_timeout: Duration, max_attempts: u32) -> Duration {
     let worst = client_timeout * max_attempts.min(4);
     worst.clamp(Duration::from_secs(2), Duration::from_secs(15))
+}
+
+/// Capacity of one pool, measured on this machine.
+#[derive(Debug, Clone, Copy)]
+pub struct Capacity {
+    pub pages_per_sec: f64,
+    pub docs_per_sec: f64,
+}
+
+/// The variant's traffic: the regular arrivals plus the documents the
+/// timeline injects (oversized documents, load spikes' extra arrivals).
+pub fn plan_documents(exp: &Experiment, capacity: Capacity) -> Vec<Document> {
+    let w = &exp.workload;
+    let mut docs = workload::schedule(
+        exp.seed,
+        &w.arrival,
+        &w.pages,
+        w.tenants,
+        w.population.as_ref(),
+        exp.duration,
+        capacity.docs_per_sec,
+    );
+    for (i, e) in exp.timeline.iter().enumerate() {
+        match &e.op {
+            TimelineOp::OversizedDocuments(o) => {
+                docs.extend(workload::oversized(exp.seed, i, e.at, o))
+            }
+            TimelineOp::LoadSpike(_) => {
+                docs.extend(spike::documents(exp, i, capacity.docs_per_sec))
+            }
+            TimelineOp::Admin(_) | TimelineOp::Generic(_) => {}
+        }
+    }
+    docs.sort_by_key(|d| d.planned);
+    docs
 }

@@ -19,8 +19,9 @@
 //! (measured before the first trigger) leaves the spike out and the load
 //! after it is compared with the baseline's.
 
+use crate::experiment::sampling::document_id;
 use crate::experiment::{Arrival, Experiment, LoadSpike, TimelineOp, Workload};
-use crate::load::workload::{document_id, Document, Traffic};
+use crate::load::workload::{Document, Traffic};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::time::Duration;

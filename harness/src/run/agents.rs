@@ -3,9 +3,10 @@
 //! that hands them their shards.
 
 use super::variant::Clock;
-use super::{AgentOptions, Capacity};
+use super::AgentOptions;
 use crate::env::Target;
 use crate::experiment::{Experiment, Variant};
+use crate::load::Capacity;
 use crate::load::{self, LoadPlan};
 use crate::run::agent::coordinator::Coordinator;
 use anyhow::Context;

@@ -12,8 +12,8 @@
 use crate::base::clock::ClockKind;
 use crate::base::interrupt::StopSignal;
 use crate::env::{self};
-use crate::experiment::{Experiment, TimelineOp, Variant};
-use crate::load::workload::{self, Document};
+use crate::experiment::{Experiment, Variant};
+use crate::load::Capacity;
 use anyhow::Context;
 use gpu_executor::PageExecutor;
 use run_report::{EnvironmentFacts, RunData, VariantRun};
@@ -70,13 +70,6 @@ pub struct RunOutcome {
     pub interrupted: bool,
 }
 
-/// Capacity of one pool, measured on this machine.
-#[derive(Debug, Clone, Copy)]
-pub struct Capacity {
-    pub pages_per_sec: f64,
-    pub docs_per_sec: f64,
-}
-
 pub async fn run(
     exp: &Experiment,
     opts: &RunOptions,
@@ -95,10 +88,7 @@ pub async fn run(
             let capacity = env::calibrate(exp, executor.as_deref())?;
             (executor, capacity)
         }
-        ClockKind::Virtual => (
-            Some(crate::base::clock::executor()),
-            crate::base::clock::modeled_capacity(exp),
-        ),
+        ClockKind::Virtual => (Some(env::virtual_executor()), env::modeled_capacity(exp)),
     };
     let facts = environment_facts(exp, executor.as_deref(), capacity, opts.clock);
     if !opts.quiet {
@@ -249,34 +239,6 @@ fn run_data(
         clock: run_report::RunClock::Real,
         timing: None,
     }
-}
-
-/// The variant's traffic: the regular arrivals plus the documents the
-/// timeline injects (oversized documents, load spikes' extra arrivals).
-pub fn plan_documents(exp: &Experiment, capacity: Capacity) -> Vec<Document> {
-    let w = &exp.workload;
-    let mut docs = workload::schedule(
-        exp.seed,
-        &w.arrival,
-        &w.pages,
-        w.tenants,
-        w.population.as_ref(),
-        exp.duration,
-        capacity.docs_per_sec,
-    );
-    for (i, e) in exp.timeline.iter().enumerate() {
-        match &e.op {
-            TimelineOp::OversizedDocuments(o) => {
-                docs.extend(workload::oversized(exp.seed, i, e.at, o))
-            }
-            TimelineOp::LoadSpike(_) => {
-                docs.extend(crate::load::spike::documents(exp, i, capacity.docs_per_sec))
-            }
-            TimelineOp::Admin(_) | TimelineOp::Generic(_) => {}
-        }
-    }
-    docs.sort_by_key(|d| d.planned);
-    docs
 }
 
 async fn run_variant(

@@ -450,11 +450,11 @@ mod tests {
         // Spread over 4 s: the trigger lasts until its last document arrives.
         assert_eq!(w[0].undone, Some(Duration::from_millis(10_600)));
         // The documents watched are the ones the runner submits, with their pages.
-        let cap = crate::run::Capacity {
+        let cap = crate::load::Capacity {
             pages_per_sec: 400.0,
             docs_per_sec: 60.0,
         };
-        let planned = crate::run::plan_documents(&e, cap);
+        let planned = crate::load::plan_documents(&e, cap);
         for d in &w[1].documents {
             assert!(planned
                 .iter()
@@ -557,11 +557,11 @@ mod tests {
         assert_eq!(w[1].undone, Some(Duration::from_secs(33)));
         // Its documents are the extra ones the runner submits: 25/s over 4 s,
         // then 15/s over 3 s (a share of 50 documents/s).
-        let cap = crate::run::Capacity {
+        let cap = crate::load::Capacity {
             pages_per_sec: 150.0,
             docs_per_sec: 50.0,
         };
-        let planned = crate::run::plan_documents(&e, cap);
+        let planned = crate::load::plan_documents(&e, cap);
         for t in &w {
             assert!(!t.documents.is_empty());
             for d in &t.documents {

@@ -2,7 +2,7 @@
 
 use super::agents::{drive_agents, join_agents};
 use super::sampler::Sampler;
-use super::{plan_documents, Capacity, RunOptions};
+use super::RunOptions;
 use crate::base::interrupt::StopSignal;
 use crate::base::progress::Progress;
 use crate::env::timeline::{self, AdminApi};
@@ -10,6 +10,7 @@ use crate::env::Target;
 use crate::experiment::{Experiment, TimelineEntry, Variant};
 use crate::load::workload::{self, Document};
 use crate::load::{self, LoadPlan, LoadWindow};
+use crate::load::{plan_documents, Capacity};
 use crate::observe::recorder::Recorder;
 use crate::observe::scrape::Scrape;
 use crate::run::agent::coordinator::Coordinator;

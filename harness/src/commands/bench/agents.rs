@@ -12,11 +12,11 @@
 
 use super::{server, Windows};
 use crate::base::interrupt::StopSignal;
+use crate::load::Capacity;
 use crate::load::{LoadPlan, LoadWindow};
 use crate::observe::recorder::Recorder;
 use crate::run::agent::coordinator::{AgentSource, Coordinator, Expected};
 use crate::run::agent::shard::shard_plans;
-use crate::run::Capacity;
 use anyhow::Context;
 use std::sync::Arc;
 use std::time::Duration;
@@ -90,7 +90,7 @@ async fn ceiling(
         &exp,
         v,
         base.to_string(),
-        crate::run::plan_documents(&exp, capacity),
+        crate::load::plan_documents(&exp, capacity),
         window,
         recorder.clone(),
         stop.clone(),

@@ -140,6 +140,8 @@ impl Ledger {
             path: dir.clone(),
             error,
         })?;
+        // A second Ctrl-C exits at once: what this process applied is undone first.
+        crate::base::interrupt::on_forced_exit(undo_own);
         let pid = std::process::id();
         Ok(Ledger {
             path: dir.join(format!("{pid}.json")),

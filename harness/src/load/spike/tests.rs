@@ -61,9 +61,9 @@ fn spike_ids_never_collide_with_anyone_elses() {
         .collect();
     let own: HashSet<u64> = spike.iter().copied().collect();
     assert_eq!(own.len(), spike.len(), "distinct among themselves");
-    let regular = crate::run::plan_documents(
+    let regular = crate::load::plan_documents(
         &exp("{ constant: { rate: 100 } }", SPIKE, 40, ""),
-        crate::run::Capacity {
+        crate::load::Capacity {
             pages_per_sec: 0.0,
             docs_per_sec: 0.0,
         },

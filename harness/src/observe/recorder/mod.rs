@@ -102,7 +102,7 @@ pub struct Recorder {
 /// A document id's share of `Integrity::submitted_digest` (mixed, so that
 /// a wrapping sum of them tells id multisets apart).
 fn id_digest(doc: u64) -> u64 {
-    crate::load::workload::document_id(doc, 0x1D5, 0)
+    crate::experiment::sampling::document_id(doc, 0x1D5, 0)
 }
 
 fn histogram() -> Histogram<u64> {

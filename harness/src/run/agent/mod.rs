@@ -21,9 +21,9 @@ pub mod protocol;
 pub mod shard;
 
 use crate::base::interrupt::StopSignal;
+use crate::load::Capacity;
 use crate::load::{LoadPlan, LoadWindow};
 use crate::observe::recorder::{Event, Recorder};
-use crate::run::Capacity;
 use anyhow::{bail, Context};
 use protocol::{Finished, Hello, Plan, Report};
 use std::path::PathBuf;
@@ -196,7 +196,7 @@ fn my_shard(
         pages_per_sec: plan.capacity_pages_per_sec,
         docs_per_sec: plan.capacity_docs_per_sec,
     };
-    let mine = shard::shard(&crate::run::plan_documents(exp, capacity), shard, of);
+    let mine = shard::shard(&crate::load::plan_documents(exp, capacity), shard, of);
     if shard::digest(&mine) != plan.shard_digest || mine.len() as u64 != plan.shard_documents {
         bail!(
             "this agent computed a different shard {shard} ({} documents) than the coordinator ({}): same file, seed and version, so the calibration did not cross intact",

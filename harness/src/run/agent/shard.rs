@@ -56,7 +56,7 @@ pub fn shard_plans(
     load: &crate::load::LoadPlan,
     n: u32,
     variant: &str,
-    capacity: crate::run::Capacity,
+    capacity: crate::load::Capacity,
     duration: Duration,
     hard_stop: Instant,
     seconds: usize,
