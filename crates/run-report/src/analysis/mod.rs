@@ -4,6 +4,7 @@
 //! a pure function of [`crate::model`], so it is tested on synthetic series.
 
 pub mod amplification;
+pub mod backlog;
 pub mod baseline;
 pub mod detection;
 pub mod drain;
