@@ -230,7 +230,7 @@ mod tests {
 
     #[test]
     fn target_series_follow_as_columns() {
-        let series = |name: &str, values| crate::target_sustaining::TargetSeries {
+        let series = |name: &str, values| crate::model::TargetSeries {
             name: name.into(),
             values,
             ..Default::default()

@@ -98,7 +98,7 @@ fn metrics(v: &VariantRun, a: &VariantAnalysis, run: &RunData) -> Value {
         }
     }
     for windowed in &run.campaign_metrics {
-        let value = crate::metrics::metric_value_explained(v, a, windowed, &run.analysis).ok();
+        let value = crate::analysis::metric_value_explained(v, a, windowed, &run.analysis).ok();
         m.insert(windowed.to_string(), json!(value));
     }
     Value::Object(m)

@@ -83,8 +83,8 @@ pub(super) fn section(h: &mut String, run: &RunData) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::TargetSeries;
     use crate::model::VariantRun;
-    use crate::target_sustaining::TargetSeries;
 
     #[test]
     fn says_what_was_not_measured() {
