@@ -37,7 +37,7 @@ mod sha256;
 pub mod stats;
 mod summary;
 pub mod sweep;
-mod target_sustaining;
+mod target_series;
 pub mod threshold;
 mod write;
 mod xml;
@@ -67,5 +67,5 @@ pub use metrics::{
 pub use model::*;
 pub use sha256::sha256_hex;
 pub use summary::{run_json, summary_json, SCHEMA_VERSION};
-pub use target_sustaining::{figures as target_figures, TargetFigures};
+pub use target_series::{figures as target_figures, TargetFigures};
 pub use write::{read_run, write_files, write_report, REPORT_FILES};

@@ -305,11 +305,16 @@ pub struct VariantRun {
     /// recorded before it was measured).
     #[serde(default)]
     pub gpu_pacing: Option<crate::gpu_pacing::GpuPacing>,
-    /// An external target's own sustaining effects (`sustaining:` PromQL
-    /// expressions on the run's Prometheus), one series each; empty
-    /// without them (and left out of run.json then).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub target_sustaining: Vec<TargetSeries>,
+    /// An external target's own series: each of the experiment's
+    /// `sustaining:` PromQL expressions as the run's Prometheus evaluated
+    /// it; empty without them (and left out of run.json then). Read under
+    /// its former name `target_sustaining` too.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        alias = "target_sustaining"
+    )]
+    pub target_series: Vec<TargetSeries>,
 }
 
 /// One `sustaining:` expression as the run's Prometheus evaluated it on a

@@ -6,9 +6,9 @@
 //! on an external target names them as PromQL expressions
 //! (`sustaining: [{ name, expr }]`); the run's Prometheus evaluates each
 //! over the variant at one-second resolution and the series is recorded
-//! ([`TargetSeries`], `VariantRun::target_sustaining`), with why it could not
+//! ([`TargetSeries`], `VariantRun::target_series`), with why it could not
 //! be measured when it could not. This module reads the recorded series:
-//! figures, `summary.json`'s `target_sustaining`, the CSV's columns. Figures
+//! figures, `summary.json`'s `target_series`, the CSV's columns. Figures
 //! are a pure function of the series and the variant's triggers, so a
 //! re-judged run reads the same numbers.
 
@@ -65,11 +65,11 @@ pub fn figures(s: &TargetSeries, v: &VariantRun) -> TargetFigures {
     }
 }
 
-/// `summary.json`'s `target_sustaining` of a variant: each series' name,
+/// `summary.json`'s `target_series` of a variant: each series' name,
 /// expression, figures and why it was not measured.
 pub(crate) fn summary(v: &VariantRun) -> Value {
     Value::Array(
-        v.target_sustaining
+        v.target_series
             .iter()
             .map(|s| {
                 let mut o = json!(figures(s, v));
@@ -86,7 +86,7 @@ pub(crate) fn summary(v: &VariantRun) -> Value {
 /// `target_<name>` columns of `timeseries.csv`).
 pub(crate) fn names(run: &RunData) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for s in run.variants.iter().flat_map(|v| &v.target_sustaining) {
+    for s in run.variants.iter().flat_map(|v| &v.target_series) {
         if !out.contains(&s.name) {
             out.push(s.name.clone());
         }
@@ -97,7 +97,7 @@ pub(crate) fn names(run: &RunData) -> Vec<String> {
 /// The value of series `name` at second `t` of `v` (`None`: no such
 /// series, or no sample).
 pub(crate) fn value_at(v: &VariantRun, name: &str, t: usize) -> Option<f64> {
-    v.target_sustaining
+    v.target_series
         .iter()
         .find(|s| s.name == name)
         .and_then(|s| s.values.get(t).copied().flatten())
@@ -120,7 +120,7 @@ mod tests {
         let v = VariantRun {
             triggers: vec![t],
             load_end_s: Some(8.0),
-            target_sustaining: vec![s.clone()],
+            target_series: vec![s.clone()],
             ..VariantRun::default()
         };
         (s, v)
