@@ -38,7 +38,8 @@ pub fn calibrate(
     words: u32,
     rounds: u32,
 ) -> Result<Calibration, ExecError> {
-    cfg.validate().map_err(ExecError::InvalidInput)?;
+    cfg.validate()
+        .map_err(|e| ExecError::InvalidInput(e.to_string()))?;
     let batch = |n: u32| -> Vec<PageSpec> {
         (0..cfg.lanes)
             .map(|i| PageSpec {

@@ -8,10 +8,7 @@
 use crate::page::PageSpec;
 use serde::{Deserialize, Serialize};
 
-// Also reachable from here, where a reader of "the executor" would look first.
-pub use crate::cpu::CpuExecutor;
 pub use crate::error::ExecError;
-pub use crate::select::{select_executor, select_executor_with};
 
 /// A device that computes pages. Shared by every worker of a pool.
 pub trait PageExecutor: Send + Sync + 'static {

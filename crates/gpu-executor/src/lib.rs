@@ -25,7 +25,7 @@ pub use page::{document_digest, reference_document, reference_page, PageSpec};
 pub use runtime_dir::ensure_runtime_dir;
 pub use scheduler::{
     Compute, DocumentWork, GpuScheduler, JobHandle, PageResult, QueueFull, QueueFullAfter,
-    SchedulerConfig, SchedulerStats, SchedulingPolicy,
+    SchedulerConfig, SchedulerConfigError, SchedulerStats, SchedulingPolicy,
 };
 pub use select::{select_executor, select_executor_with};
 pub use wgpu_exec::WgpuExecutor;

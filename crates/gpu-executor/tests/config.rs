@@ -49,7 +49,7 @@ fn validation_names_the_field() {
     let bad = |f: &dyn Fn(&mut SchedulerConfig)| {
         let mut c = ok.clone();
         f(&mut c);
-        c.validate().expect_err("invalid")
+        c.validate().expect_err("invalid").to_string()
     };
     assert!(bad(&|c| c.lanes = 0).contains("lanes"));
     assert!(bad(&|c| c.page_queue = 0).contains("page_queue"));

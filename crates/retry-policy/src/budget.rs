@@ -9,7 +9,7 @@
 use crate::adaptive::AdaptiveThrottle;
 use crate::config::Budget;
 use crate::grpc_throttle::GrpcThrottle;
-use crate::policy::{Failure, GiveUpReason};
+use crate::outcome::{Failure, GiveUpReason};
 use crate::ratio::RatioBudget;
 use crate::token_bucket::TokenBucket;
 use rand::Rng;

@@ -243,17 +243,6 @@ impl RetryConfig {
             retry_on_timeout: true,
         }
     }
-
-    /// Rejects values that cannot work; the message names the field,
-    /// e.g. `"max_attempts must be >= 1"`.
-    pub fn validate(&self) -> Result<(), String> {
-        self.check().map_err(|e| e.to_string())
-    }
-
-    /// [`RetryConfig::validate`] with a typed error.
-    pub fn check(&self) -> Result<(), crate::ConfigError> {
-        crate::validate::check(self)
-    }
 }
 
 impl Default for RetryConfig {

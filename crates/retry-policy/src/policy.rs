@@ -15,42 +15,10 @@
 use crate::backoff::backoff_delay;
 use crate::budget::BudgetState;
 use crate::config::RetryConfig;
+use crate::outcome::{Decision, Failure, GiveUpReason};
 use rand::Rng;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
-
-/// Why an attempt failed, as the caller saw it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Failure {
-    /// The server shed the request (503 / 429), possibly saying when to retry.
-    Overloaded { retry_after: Option<Duration> },
-    /// No answer in time.
-    Timeout,
-    /// Any other retryable error (5xx, connection reset).
-    Error,
-}
-
-/// What to do after a failed attempt.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Decision {
-    /// Send the next attempt after this delay.
-    Retry { after: Duration },
-    /// Return the failure to the caller.
-    GiveUp(GiveUpReason),
-}
-
-/// Why no retry follows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub enum GiveUpReason {
-    /// `max_attempts` attempts were made.
-    AttemptsExhausted,
-    /// The ratio budget, token bucket or gRPC throttle denied the retry.
-    BudgetExhausted,
-    /// A timeout with `retry_on_timeout: false`.
-    NotRetryable,
-    /// Adaptive throttling rejected the retry locally.
-    Throttled,
-}
 
 /// Counts for reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]

@@ -18,7 +18,7 @@
 //! The effect is a circuit breaker: after ~100 retried failures (500 / 5) with
 //! no successes, a client stops retrying until first attempts succeed again.
 
-use crate::policy::Failure;
+use crate::outcome::Failure;
 
 /// State of one client's retry quota.
 #[derive(Clone, Debug)]

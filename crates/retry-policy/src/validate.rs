@@ -23,8 +23,24 @@ fn bad(field: &'static str, requirement: &'static str) -> Result<(), ConfigError
     Err(ConfigError { field, requirement })
 }
 
+/// The message alone, for callers that collect configuration errors as text
+/// under their own field path (the gateway's config, an experiment file).
+impl From<ConfigError> for String {
+    fn from(e: ConfigError) -> String {
+        e.to_string()
+    }
+}
+
+impl RetryConfig {
+    /// Rejects values that cannot work; the message names the field,
+    /// e.g. `"max_attempts must be >= 1"`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check(self)
+    }
+}
+
 /// The first invalid value of `cfg`, if any.
-pub(crate) fn check(cfg: &RetryConfig) -> Result<(), ConfigError> {
+fn check(cfg: &RetryConfig) -> Result<(), ConfigError> {
     if cfg.max_attempts < 1 {
         return bad("max_attempts", ">= 1");
     }
@@ -125,7 +141,7 @@ mod tests {
     }
 
     fn msg(cfg: &RetryConfig) -> String {
-        cfg.validate().unwrap_err()
+        cfg.validate().unwrap_err().to_string()
     }
 
     #[test]

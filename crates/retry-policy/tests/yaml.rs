@@ -39,7 +39,7 @@ fn minimal_config_takes_defaults() {
     assert!(!cfg.honour_retry_after);
     assert_eq!(cfg.budget, Budget::None);
     assert!(cfg.retry_on_timeout);
-    assert_eq!(cfg.validate(), Ok(()));
+    assert_eq!(cfg.validate().map_err(|e| e.to_string()), Ok(()));
 }
 
 #[test]
@@ -202,15 +202,18 @@ fn max_attempts_defaults_to_a_single_attempt() {
 #[test]
 fn parsed_but_invalid_values_fail_validate() {
     let cfg = parse("max_attempts: 0\n");
-    assert_eq!(cfg.validate(), Err("max_attempts must be >= 1".to_string()));
+    assert_eq!(
+        cfg.validate().map_err(|e| e.to_string()),
+        Err("max_attempts must be >= 1".to_string())
+    );
     let cfg = parse("max_attempts: 3\nbudget: { ratio: { ratio: 1.5 } }\n");
     assert_eq!(
-        cfg.validate(),
+        cfg.validate().map_err(|e| e.to_string()),
         Err("budget.ratio.ratio must be in (0, 1]".to_string())
     );
     let cfg = parse("max_attempts: 3\nbackoff: { exponential: { base: 2s, cap: 1s } }\n");
     assert_eq!(
-        cfg.validate(),
+        cfg.validate().map_err(|e| e.to_string()),
         Err("backoff.exponential.cap must be >= base".to_string())
     );
 }

@@ -100,7 +100,7 @@ fn cell(text: &str) -> String {
 /// The whole CSV, header first, rows ordered by variant then second; lines end with `\n`.
 pub fn timeseries_csv(run: &RunData, analysis: &Analysis) -> String {
     let zones = crate::series::run_zone_names(run);
-    let targets = crate::target_sustaining::names(run);
+    let targets = crate::target_series::names(run);
     let mut header = vec!["variant".to_string()];
     header.extend(SECOND_COLUMNS.iter().map(|(n, _)| n.to_string()));
     header.extend(JUDGEMENT_COLUMNS.iter().map(|n| n.to_string()));
@@ -148,7 +148,7 @@ pub fn timeseries_csv(run: &RunData, analysis: &Analysis) -> String {
             }
             for n in &targets {
                 out.push(',');
-                if let Some(x) = crate::target_sustaining::value_at(v, n, s.t as usize) {
+                if let Some(x) = crate::target_series::value_at(v, n, s.t as usize) {
                     out.push_str(&f(x));
                 }
             }
@@ -230,7 +230,7 @@ mod tests {
 
     #[test]
     fn target_series_follow_as_columns() {
-        let series = |name: &str, values| crate::target_sustaining::TargetSeries {
+        let series = |name: &str, values| crate::model::TargetSeries {
             name: name.into(),
             values,
             ..Default::default()
@@ -247,13 +247,13 @@ mod tests {
                 VariantRun {
                     name: "a".into(),
                     seconds: seconds.clone(),
-                    target_sustaining: vec![series("dup", vec![Some(2.5), None])],
+                    target_series: vec![series("dup", vec![Some(2.5), None])],
                     ..VariantRun::default()
                 },
                 VariantRun {
                     name: "b".into(),
                     seconds,
-                    target_sustaining: vec![series("queue", vec![Some(1.0), Some(3.0)])],
+                    target_series: vec![series("queue", vec![Some(1.0), Some(3.0)])],
                     ..VariantRun::default()
                 },
             ],

@@ -37,11 +37,12 @@ mod sha256;
 pub mod stats;
 mod summary;
 pub mod sweep;
-mod target_sustaining;
+mod target_series;
 pub mod threshold;
 mod write;
 mod xml;
 
+pub use analysis::metric_value;
 pub use analysis::{
     analyse, analyse_variant, verdict_rule_text, wave_rule_text, Analysis, Baseline, EffectFigures,
     Episode, EpisodeOutcome, ExpectationResult, FidelityRow, SlowRecovery, SustainingEffect,
@@ -60,11 +61,11 @@ pub use html::{data_uri, page, render_html};
 pub use junit::junit_xml;
 pub use latency_counts::LatencyCounts;
 pub use metrics::{
-    metric_value, Metric, MetricRef, MetricValues, Scope as MetricScope, Unit as MetricUnit,
-    UnknownMetric,
+    Metric, MetricRef, MetricRefError, MetricValues, Scope as MetricScope, Undefined,
+    Unit as MetricUnit, UnknownMetric,
 };
 pub use model::*;
 pub use sha256::sha256_hex;
 pub use summary::{run_json, summary_json, SCHEMA_VERSION};
-pub use target_sustaining::{figures as target_figures, TargetFigures, TargetSeries};
+pub use target_series::{figures as target_figures, TargetFigures};
 pub use write::{read_run, write_files, write_report, REPORT_FILES};

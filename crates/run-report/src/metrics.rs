@@ -1,19 +1,17 @@
-//! The metrics an experiment's `expect` and `incident` sections can name,
-//! and how each is computed for one variant.
+//! The metrics an experiment's `expect` and `incident` sections can name:
+//! the catalogue, a reference to one metric (label, window), the values
+//! measured, and why a value can be undefined.
 //!
 //! The names are a contract with the experiment files; it is typed once, in
 //! [`catalogue`] ([`Metric`]), and every list, table and key is derived from
-//! it. This module computes the values ([`compute`]) and keeps the measured
-//! ones ([`MetricValues`]).
+//! it. These are values only, below the recorded run that names them
+//! ([`crate::model`]); computing them for a variant is analysis
+//! (`analysis/measure.rs`).
 
 mod catalogue;
-mod compute;
 
 pub use catalogue::{Metric, Scope, Unit, UnknownMetric};
 
-use crate::analysis::VariantAnalysis;
-use crate::model::{AnalysisConfig, ExpectationSpec, Second, VariantRun};
-use crate::series;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -39,20 +37,12 @@ impl MetricRef {
         }
     }
 
-    /// The metric an expectation names.
-    pub fn of(spec: &ExpectationSpec) -> MetricRef {
-        MetricRef {
-            metric: spec.metric,
-            label: spec.zone.clone(),
-            window: spec.window,
-        }
-    }
-
     /// Parse `name`, `name{label}`, `name[40s..70s]` or `name{label}[40..70]` (the `s` is optional);
     /// labels are letters, digits, `_`, `-` and `.`; the name must be in the catalogue.
-    pub fn parse(text: &str) -> Result<MetricRef, String> {
-        let malformed =
-            || format!("{text:?} is not a metric: write NAME, NAME{{ZONE}} or NAME[FROMs..TOs]");
+    pub fn parse(text: &str) -> Result<MetricRef, MetricRefError> {
+        let malformed = || MetricRefError::Malformed {
+            text: text.to_string(),
+        };
         let text = text.trim();
         let (head, window) = match text.strip_suffix(']') {
             Some(rest) => {
@@ -76,12 +66,49 @@ impl MetricRef {
         if !label.as_deref().is_none_or(word) {
             return Err(malformed());
         }
-        let metric = name.parse::<Metric>().map_err(|e| e.to_string())?;
+        let metric = name.parse::<Metric>()?;
         Ok(MetricRef {
             metric,
             label,
             window,
         })
+    }
+}
+
+/// Why a text is not a [`MetricRef`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MetricRefError {
+    /// Not `NAME`, `NAME{LABEL}` or `NAME[FROM..TO]`.
+    #[error("{text:?} is not a metric: write NAME, NAME{{ZONE}} or NAME[FROMs..TOs]")]
+    Malformed { text: String },
+    /// The name is not in the catalogue.
+    #[error(transparent)]
+    Unknown(#[from] UnknownMetric),
+}
+
+/// The message alone, for callers that collect errors as text under their
+/// own field path (an experiment file's validator).
+impl From<MetricRefError> for String {
+    fn from(e: MetricRefError) -> String {
+        e.to_string()
+    }
+}
+
+/// Why a metric has no value for a variant (unknown zone, empty window,
+/// zero denominator, not measured, ...), in words for the report.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Undefined(pub String);
+
+impl From<String> for Undefined {
+    fn from(why: String) -> Undefined {
+        Undefined(why)
+    }
+}
+
+impl From<&str> for Undefined {
+    fn from(why: &str) -> Undefined {
+        Undefined(why.to_string())
     }
 }
 
@@ -168,101 +195,3 @@ impl Serialize for MetricValues {
         s.collect_map(self.iter().map(|(k, x)| (k.to_string(), x)))
     }
 }
-
-/// Value of one metric (with optional label/window) for one variant; `None` if not
-/// defined (unknown zone, empty window, zero denominator, not recovered...).
-pub fn metric_value(
-    v: &VariantRun,
-    a: &VariantAnalysis,
-    spec: &ExpectationSpec,
-    cfg: &AnalysisConfig,
-) -> Option<f64> {
-    metric_value_explained(v, a, &MetricRef::of(spec), cfg).ok()
-}
-
-/// Like [`metric_value`], but says why a value is undefined.
-pub fn metric_value_explained(
-    v: &VariantRun,
-    a: &VariantAnalysis,
-    m: &MetricRef,
-    cfg: &AnalysisConfig,
-) -> Result<f64, String> {
-    check_shape(m)?;
-    if let Some(why) = v.unmeasured.get(&m.metric) {
-        return Err(format!("not measured: {why}"));
-    }
-    let seconds = window_seconds(&v.seconds, m.window)?;
-    let value = compute::value(
-        &compute::Inputs {
-            v,
-            a,
-            cfg,
-            seconds: &seconds,
-        },
-        m,
-    )?;
-    if value.is_nan() {
-        return Err("not a number".to_string());
-    }
-    Ok(value)
-}
-
-/// A label where the scope wants one, a window only where the metric takes one.
-fn check_shape(m: &MetricRef) -> Result<(), String> {
-    let name = m.metric.name();
-    match (m.metric.scope(), &m.label) {
-        (Scope::Zone, None) => return Err(format!("`{name}` needs a zone, e.g. `{name}{{az1}}`")),
-        (Scope::Alert, None) => {
-            return Err(format!("`{name}` needs a rule name, e.g. `{name}{{NAME}}`"))
-        }
-        (Scope::Run, Some(_)) => return Err(format!("`{name}` is not a per-zone metric")),
-        _ => {}
-    }
-    if m.window.is_some() && !m.metric.windowed() {
-        return Err(format!("`{name}` does not accept a time window"));
-    }
-    Ok(())
-}
-
-fn window_seconds(all: &[Second], window: Option<(f64, f64)>) -> Result<Vec<&Second>, String> {
-    if let Some((from, to)) = window {
-        if from.is_nan() || to.is_nan() || from >= to {
-            return Err(format!("empty window [{from}s..{to}s)"));
-        }
-        let inside = series::select(all, window);
-        if inside.is_empty() {
-            return Err(format!("no second of this run lies in [{from}s..{to}s)"));
-        }
-        return Ok(inside);
-    }
-    Ok(all.iter().collect())
-}
-
-/// Every whole-variant metric that is defined: each run-scope metric, each
-/// zone metric per zone seen, each alert metric per rule.
-pub fn measure_all(v: &VariantRun, a: &VariantAnalysis, cfg: &AnalysisConfig) -> MetricValues {
-    let zones = series::zone_names(&v.seconds);
-    let rules: Vec<String> = v.alerts.iter().map(|r| r.name.clone()).collect();
-    let mut values = MetricValues::default();
-    for &metric in Metric::ALL {
-        let labels: Vec<Option<String>> = match metric.scope() {
-            Scope::Run => vec![None],
-            Scope::Zone => zones.iter().cloned().map(Some).collect(),
-            Scope::Alert => rules.iter().cloned().map(Some).collect(),
-        };
-        for label in labels {
-            let key = MetricRef {
-                metric,
-                label,
-                window: None,
-            };
-            if let Ok(x) = metric_value_explained(v, a, &key, cfg) {
-                values.insert(&key, x);
-            }
-        }
-    }
-    values
-}
-
-#[cfg(test)]
-mod tests;

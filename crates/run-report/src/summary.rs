@@ -53,7 +53,7 @@
 //!     "gpu_pacing": null | { run_s, model_s (back-to-back GPU batches as run and as modeled),
 //!                     slower_by: f64 | null, warning: str | null, left_out_zones: [str]
 //!                     (zones whose pool the timeline paused, CPU-limited or killed) },
-//!     "target_sustaining": [{ name, expr, samples, mean, max, before_trigger, after_residue,
+//!     "target_series": [{ name, expr, samples, mean, max, before_trigger, after_residue,
 //!                     after_residue_from_s (f64 | null each), unmeasured: str | null }]
 //!                     (an external target's `sustaining:` expressions; empty without them)
 //!   }],
@@ -98,7 +98,7 @@ fn metrics(v: &VariantRun, a: &VariantAnalysis, run: &RunData) -> Value {
         }
     }
     for windowed in &run.campaign_metrics {
-        let value = crate::metrics::metric_value_explained(v, a, windowed, &run.analysis).ok();
+        let value = crate::analysis::metric_value_explained(v, a, windowed, &run.analysis).ok();
         m.insert(windowed.to_string(), json!(value));
     }
     Value::Object(m)
@@ -150,7 +150,7 @@ fn variant(v: &VariantRun, a: &VariantAnalysis, run: &RunData) -> Value {
             "run_s": p.run_secs, "model_s": p.model_secs, "slower_by": p.slower_by(),
             "warning": p.warning(), "left_out_zones": p.left_out_zones,
         })),
-        "target_sustaining": crate::target_sustaining::summary(v),
+        "target_series": crate::target_series::summary(v),
         "harness_cost": v.harness_cost.as_ref().map(|c| {
             let mut o = serde_json::to_value(c).unwrap_or(Value::Null);
             if let Value::Object(m) = &mut o {

@@ -54,21 +54,39 @@ pub enum SchedulingPolicy {
     TenantFairShare { max_share: f64 },
 }
 
+/// A [`SchedulerConfig`] value serde accepts but the scheduler cannot run
+/// with; the message names the field the way the YAML spells it.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SchedulerConfigError {
+    #[error("lanes must be >= 1")]
+    NoLanes,
+    #[error("page_queue must be >= 1")]
+    NoPageQueue,
+    #[error("policy.tenant_fair_share.max_share must be in (0, 1], got {0}")]
+    MaxShare(f64),
+}
+
+/// The message alone, for callers that collect configuration errors as text
+/// under their own field path (the system's config, an experiment file).
+impl From<SchedulerConfigError> for String {
+    fn from(e: SchedulerConfigError) -> String {
+        e.to_string()
+    }
+}
+
 impl SchedulerConfig {
     /// Checks the ranges serde cannot express; the message names the field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SchedulerConfigError> {
         if self.lanes < 1 {
-            return Err("lanes must be >= 1".into());
+            return Err(SchedulerConfigError::NoLanes);
         }
         if self.page_queue < 1 {
-            return Err("page_queue must be >= 1".into());
+            return Err(SchedulerConfigError::NoPageQueue);
         }
         if let SchedulingPolicy::TenantFairShare { max_share } = self.policy {
             // Written so NaN fails too.
             if !(max_share > 0.0 && max_share <= 1.0) {
-                return Err(format!(
-                    "policy.tenant_fair_share.max_share must be in (0, 1], got {max_share}"
-                ));
+                return Err(SchedulerConfigError::MaxShare(max_share));
             }
         }
         Ok(())

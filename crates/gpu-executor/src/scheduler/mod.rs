@@ -19,7 +19,7 @@ mod seen;
 mod state;
 mod window;
 
-pub use config::{SchedulerConfig, SchedulingPolicy};
+pub use config::{SchedulerConfig, SchedulerConfigError, SchedulingPolicy};
 pub use job::JobHandle;
 
 use crate::executor::{ExecutorInfo, PageExecutor};

@@ -36,7 +36,7 @@
 //! * **Judged end.** The last second before the load ended (the drain after
 //!   it is not judged) that has at least [`MIN_ATTEMPTS`] completed attempts.
 
-use super::drain::Backlog;
+use super::backlog::Backlog;
 use super::sustaining::{self, EffectFigures};
 use crate::latency_counts::LatencyCounts;
 use crate::model::{AnalysisConfig, Second, VariantRun};

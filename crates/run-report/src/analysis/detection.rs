@@ -23,7 +23,7 @@
 //! documents is reported beside it.
 
 use crate::analysis::waves::detect_waves;
-use crate::metrics::Metric;
+use crate::metrics::{Metric, Undefined};
 use crate::model::{AlertHistory, AnalysisConfig, VariantRun};
 use crate::series;
 
@@ -157,7 +157,7 @@ pub fn alert_metric(
     cfg: &AnalysisConfig,
     metric: Metric,
     rule: Option<&str>,
-) -> Result<f64, String> {
+) -> Result<f64, Undefined> {
     if v.alerts.is_empty() {
         return Err("no alert rules were evaluated (the experiment has no `alerts:`)".into());
     }
@@ -172,20 +172,21 @@ pub fn alert_metric(
         return Err(format!(
             "no alert rule `{rule}` in this variant (rules: {})",
             names.join(", ")
-        ));
+        )
+        .into());
     };
-    let never = || format!("`{rule}` never fired");
+    let never = || Undefined(format!("`{rule}` never fired"));
     match metric {
         Metric::AlertLeadS => a.lead_s.ok_or_else(|| match a.first_firing_s {
             None => never(),
-            Some(_) => d.customer_failure_reason.clone(),
+            Some(_) => Undefined(d.customer_failure_reason.clone()),
         }),
         Metric::AlertWaveLeadS => a.wave_lead_s.ok_or_else(|| match a.first_firing_s {
             None => never(),
-            Some(_) => "no wave after the warm-up".to_string(),
+            Some(_) => "no wave after the warm-up".into(),
         }),
         Metric::AlertFired => Ok(if a.fired() { 1.0 } else { 0.0 }),
-        other => Err(format!("`{other}` is not an alert metric (report bug)")),
+        other => Err(format!("`{other}` is not an alert metric (report bug)").into()),
     }
 }
 
@@ -249,9 +250,11 @@ mod tests {
         );
         assert!(alert_metric(&v, &cfg, Metric::AlertLeadS, Some("Quiet"))
             .unwrap_err()
+            .0
             .contains("never fired"));
         assert!(alert_metric(&v, &cfg, Metric::AlertFired, Some("Nope"))
             .unwrap_err()
+            .0
             .contains("Early, Late, Quiet"));
     }
 
@@ -311,6 +314,7 @@ mod tests {
         assert!(
             alert_metric(&calm, &cfg, Metric::AlertWaveLeadS, Some("Cause"))
                 .unwrap_err()
+                .0
                 .contains("no wave")
         );
     }

@@ -3,9 +3,10 @@
 //! (unknown variant or zone, empty window, not recovered...) fails the
 //! expectation with a message saying why, never silently passes.
 
+use super::measure::metric_value_explained;
 use crate::analysis::VariantAnalysis;
 use crate::format::num;
-use crate::metrics::{metric_value_explained, Metric, MetricRef};
+use crate::metrics::{Metric, MetricRef, Undefined};
 use crate::model::{CompareOp, ExpectationSpec, RunData};
 use serde::Serialize;
 
@@ -58,7 +59,10 @@ pub fn evaluate_expectation(
     }
     let measured = match (run_v, ana_v) {
         (Some(v), Some(a)) => metric_value_explained(v, a, &MetricRef::of(spec), &run.analysis),
-        _ => Err(format!("variant `{}` is not in this run", spec.variant)),
+        _ => Err(Undefined(format!(
+            "variant `{}` is not in this run",
+            spec.variant
+        ))),
     };
     let expected = format!("{} {}", op_symbol(spec.op), num(spec.value));
     match measured {

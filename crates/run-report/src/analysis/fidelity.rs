@@ -2,8 +2,9 @@
 //! each figure the incident report gives, the same metric measured here, side
 //! by side, with the difference.
 
+use super::measure::metric_value_explained;
 use crate::analysis::VariantAnalysis;
-use crate::metrics::metric_value_explained;
+use crate::metrics::Undefined;
 use crate::model::RunData;
 use serde::Serialize;
 
@@ -34,11 +35,14 @@ pub fn fidelity_rows(run: &RunData, variants: &[VariantAnalysis]) -> Vec<Fidelit
                 variants.iter().find(|v| v.name == fig.variant),
             ) {
                 (Some(v), Some(a)) => metric_value_explained(v, a, &fig.metric, &run.analysis),
-                _ => Err(format!("variant `{}` is not in this run", fig.variant)),
+                _ => Err(Undefined(format!(
+                    "variant `{}` is not in this run",
+                    fig.variant
+                ))),
             };
             let (measured, note) = match measured {
                 Ok(x) => (Some(x), None),
-                Err(why) => (None, Some(why)),
+                Err(why) => (None, Some(why.0)),
             };
             let finite_incident = Some(fig.incident_value).filter(|x| x.is_finite());
             FidelityRow {

@@ -4,11 +4,14 @@
 //! a pure function of [`crate::model`], so it is tested on synthetic series.
 
 pub mod amplification;
+pub mod backlog;
 pub mod baseline;
 pub mod detection;
 pub mod drain;
 pub mod expect;
 pub mod fidelity;
+mod in_campaign;
+pub mod measure;
 pub mod sustaining;
 pub mod verdict;
 pub mod waves;
@@ -17,11 +20,12 @@ pub use baseline::Baseline;
 pub use drain::SlowRecovery;
 pub use expect::{evaluate_expectation, ExpectationResult};
 pub use fidelity::FidelityRow;
+pub use measure::{metric_value, metric_value_explained};
 pub use sustaining::{EffectFigures, SustainingEffect};
 pub use verdict::{verdict_rule_text, Episode, EpisodeOutcome, Verdict, VERDICT_CLASSES};
 pub use waves::{wave_rule_text, Wave};
 
-use crate::metrics;
+use crate::metrics::MetricValues;
 use crate::model::{AnalysisConfig, Integrity, RunData, VariantRun};
 use serde::Serialize;
 use std::borrow::Cow;
@@ -33,7 +37,7 @@ pub struct VariantAnalysis {
     pub waves: Vec<Wave>,
     /// Every whole-run metric that is defined (see [`crate::Metric`]); zone
     /// and alert metrics per zone or rule. Undefined metrics are absent.
-    pub metrics: metrics::MetricValues,
+    pub metrics: MetricValues,
     pub verdict: Verdict,
     /// What the verdict was judged against (absent without trigger or baseline).
     pub baseline: Option<Baseline>,
@@ -123,7 +127,7 @@ pub fn analyse_variant(v: &VariantRun, cfg: &AnalysisConfig) -> VariantAnalysis 
     let mut a = VariantAnalysis {
         name: v.name.clone(),
         waves: waves::detect_waves(&v.seconds, cfg),
-        metrics: metrics::MetricValues::default(),
+        metrics: MetricValues::default(),
         verdict: judgement.verdict,
         baseline: judgement.baseline,
         episodes: judgement.episodes,
@@ -133,7 +137,7 @@ pub fn analyse_variant(v: &VariantRun, cfg: &AnalysisConfig) -> VariantAnalysis 
         integrity_problems: problems,
         interrupted: v.interrupted,
     };
-    a.metrics = metrics::measure_all(v, &a, cfg);
+    a.metrics = measure::measure_all(v, &a, cfg);
     a
 }
 

@@ -3,9 +3,9 @@
 //! record over the runs (flaky when it held in some runs but not all).
 
 use super::model::{CampaignRun, JudgedRun, RunStatus};
+use crate::analysis::VERDICT_CLASSES;
 use crate::metrics::{Metric, MetricRef};
 use crate::stats::{Share, Spread};
-use crate::VERDICT_CLASSES;
 use serde::Serialize;
 
 /// The figures every campaign page shows, on shared axes per figure.

@@ -4,7 +4,8 @@
 //! ([`aggregate`]), states the proof of the fix for each compared pair
 //! ([`compare`]), judges the expectations over runs ([`expect`]) and the
 //! alert rules over runs ([`detection`]), and writes `campaign.json`,
-//! `campaign.html` and `junit.xml` ([`write`]).
+//! `campaign.html` (with its strip plots, `strip`) and `junit.xml`
+//! ([`write`]).
 //!
 //! A chaotic system is judged over many runs: a per-run expectation that
 //! held in some runs but not all is *flaky*, named with the runs it failed
@@ -18,6 +19,7 @@ pub mod detection;
 pub mod expect;
 pub mod model;
 pub mod read;
+mod strip;
 pub mod write;
 
 use aggregate::VariantOverRuns;

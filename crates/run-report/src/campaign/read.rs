@@ -5,26 +5,46 @@ use super::model::JudgedRun;
 use crate::metrics::{MetricRef, MetricValues};
 use serde_json::Value;
 
+/// Why a `summary.json` cannot be counted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnreadableSummary {
+    #[error("summary.json schema {0} is older than 4; re-judge it with `harness report DIR`")]
+    OldSchema(u64),
+    #[error("summary.json has no variants")]
+    NoVariants,
+    #[error("a variant without a name")]
+    UnnamedVariant,
+    #[error("{0}: no verdict")]
+    NoVerdict(String),
+}
+
+/// The message alone, for callers that add the file's path to it.
+impl From<UnreadableSummary> for String {
+    fn from(e: UnreadableSummary) -> String {
+        e.to_string()
+    }
+}
+
 /// Every variant of one run's `summary.json`: (variant, what it concluded).
 /// A summary this harness cannot read is an error that says why.
-pub fn judged_variants(summary: &Value) -> Result<Vec<(String, JudgedRun)>, String> {
+pub fn judged_variants(summary: &Value) -> Result<Vec<(String, JudgedRun)>, UnreadableSummary> {
     let schema = summary["schema_version"].as_u64().unwrap_or(0);
     if schema < 4 {
-        return Err(format!(
-            "summary.json schema {schema} is older than 4; re-judge it with `harness report DIR`"
-        ));
+        return Err(UnreadableSummary::OldSchema(schema));
     }
     let variants = summary["variants"]
         .as_array()
-        .ok_or("summary.json has no variants")?;
+        .ok_or(UnreadableSummary::NoVariants)?;
     variants.iter().map(|v| variant(summary, v)).collect()
 }
 
-fn variant(summary: &Value, v: &Value) -> Result<(String, JudgedRun), String> {
-    let name = v["name"].as_str().ok_or("a variant without a name")?;
+fn variant(summary: &Value, v: &Value) -> Result<(String, JudgedRun), UnreadableSummary> {
+    let name = v["name"]
+        .as_str()
+        .ok_or(UnreadableSummary::UnnamedVariant)?;
     let verdict = v["verdict"]["verdict"]
         .as_str()
-        .ok_or_else(|| format!("{name}: no verdict"))?;
+        .ok_or_else(|| UnreadableSummary::NoVerdict(name.to_string()))?;
     let judged = JudgedRun {
         verdict: verdict.to_string(),
         metrics: metrics(&v["metrics"]),

@@ -262,7 +262,10 @@ fn a_recorded_summary_reads_back() {
     assert_eq!(j.expectations, vec![("waves >= 4".to_string(), true)]);
     assert_eq!(j.not_as_planned.as_deref(), Some("arrival lag p99 226 ms"));
     let old = serde_json::json!({ "schema_version": 3, "variants": [] });
-    assert!(read::judged_variants(&old).unwrap_err().contains("older"));
+    assert!(read::judged_variants(&old)
+        .unwrap_err()
+        .to_string()
+        .contains("older"));
 }
 
 #[test]

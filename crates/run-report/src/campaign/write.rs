@@ -213,7 +213,7 @@ fn figures(h: &mut String, c: &CampaignSummary) -> Result<(), ReportError> {
         row(h, "", &cells);
     }
     h.push_str("</table>\n");
-    let svg = crate::charts::strip::strip_svg(&c.variants)?;
+    let svg = super::strip::strip_svg(&c.variants)?;
     let _ = writeln!(h, "<div>{svg}</div>");
     h.push_str("</section>\n");
     Ok(())

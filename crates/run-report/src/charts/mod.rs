@@ -3,14 +3,12 @@
 //! come from the same generic drawing code, so they always agree.
 
 mod alerts;
-mod font;
+pub(crate) mod font;
 pub mod heatmap;
 pub mod latency;
-mod panel;
+pub(crate) mod panel;
 mod png;
-pub(crate) mod strip;
-mod style;
-pub mod threshold;
+pub(crate) mod style;
 pub mod waves;
 
 use crate::analysis::Analysis;
@@ -29,7 +27,8 @@ pub struct Charts {
     pub latency_png: Vec<u8>,
 }
 
-fn svg(
+/// A chart drawn by `draw` as SVG text; a drawing error names `chart`.
+pub(crate) fn svg(
     chart: &'static str,
     (w, h): (u32, u32),
     draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> DrawResult,
@@ -38,7 +37,10 @@ fn svg(
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, (w, h)).into_drawing_area();
-        draw(&root).map_err(|message| ReportError::Chart { chart, message })?;
+        draw(&root).map_err(|e| ReportError::Chart {
+            chart,
+            message: e.0,
+        })?;
         root.present().map_err(|e| ReportError::Chart {
             chart,
             message: e.to_string(),
@@ -47,7 +49,8 @@ fn svg(
     Ok(out)
 }
 
-fn png(
+/// A chart drawn by `draw` as PNG bytes; a drawing error names `chart`.
+pub(crate) fn png(
     chart: &'static str,
     (w, h): (u32, u32),
     draw: impl FnOnce(&DrawingArea<BitMapBackend<'_>, Shift>) -> DrawResult,
@@ -56,13 +59,19 @@ fn png(
     let mut buf = vec![255u8; w as usize * h as usize * 3];
     {
         let root = BitMapBackend::with_buffer(&mut buf, (w, h)).into_drawing_area();
-        draw(&root).map_err(|message| ReportError::Chart { chart, message })?;
+        draw(&root).map_err(|e| ReportError::Chart {
+            chart,
+            message: e.0,
+        })?;
         root.present().map_err(|e| ReportError::Chart {
             chart,
             message: e.to_string(),
         })?;
     }
-    png::encode_rgb(&buf, w, h).map_err(|message| ReportError::Png { chart, message })
+    png::encode_rgb(&buf, w, h).map_err(|e| ReportError::Png {
+        chart,
+        message: e.to_string(),
+    })
 }
 
 /// The wave chart's natural size for `run` (1400 px wide, 150 px per panel).

@@ -14,12 +14,18 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::iter::once;
 
-/// Drawing result; plotters errors are turned into text.
-pub type DrawResult = Result<(), String>;
+/// plotters failed to draw: its error in words (plotters' error types are
+/// generic over the backend, and the SVG and PNG charts share this code).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DrawError(pub String);
 
-/// Turn a plotters error into text.
-pub fn err<E: std::fmt::Display>(e: E) -> String {
-    e.to_string()
+/// Drawing result.
+pub type DrawResult = Result<(), DrawError>;
+
+/// Turn a plotters error into a [`DrawError`].
+pub fn err<E: std::fmt::Display>(e: E) -> DrawError {
+    DrawError(e.to_string())
 }
 
 /// Height of a panel's legend strip.

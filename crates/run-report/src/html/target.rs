@@ -7,7 +7,7 @@
 use super::table::{head, row};
 use crate::format::opt_num;
 use crate::model::RunData;
-use crate::target_sustaining::figures;
+use crate::target_series::figures;
 use crate::xml::escape;
 use std::fmt::Write;
 
@@ -18,11 +18,11 @@ const NONE_NAMED: &str = "Not measured: the experiment names no <code>target.met
 
 /// The section, when the run drove an external target or has any series.
 pub(super) fn section(h: &mut String, run: &RunData) {
-    let any = run.variants.iter().any(|v| !v.target_sustaining.is_empty());
+    let any = run.variants.iter().any(|v| !v.target_series.is_empty());
     if !any && run.environment.kind != "external" {
         return;
     }
-    h.push_str("<section id=\"target-sustaining\">\n<h2>The target's sustaining effects</h2>\n");
+    h.push_str("<section id=\"target-series\">\n<h2>The target's sustaining effects</h2>\n");
     if !any {
         let _ = writeln!(h, "<p>{NONE_NAMED}</p>\n</section>");
         return;
@@ -47,7 +47,7 @@ pub(super) fn section(h: &mut String, run: &RunData) {
         ],
     );
     for v in &run.variants {
-        for s in &v.target_sustaining {
+        for s in &v.target_series {
             let mut cells = vec![
                 escape(&v.name),
                 escape(&s.name),
@@ -83,8 +83,8 @@ pub(super) fn section(h: &mut String, run: &RunData) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::TargetSeries;
     use crate::model::VariantRun;
-    use crate::target_sustaining::TargetSeries;
 
     #[test]
     fn says_what_was_not_measured() {
@@ -94,7 +94,7 @@ mod tests {
         let mut h = String::new();
         section(&mut h, &run);
         assert!(h.contains("Not measured"), "{h}");
-        run.variants[0].target_sustaining = vec![
+        run.variants[0].target_series = vec![
             TargetSeries {
                 name: "dup".into(),
                 expr: "sum(rate(x[5s]))".into(),
@@ -120,7 +120,7 @@ mod tests {
         );
         let mut h = String::new();
         run.environment.kind = "embedded".into();
-        run.variants[0].target_sustaining.clear();
+        run.variants[0].target_series.clear();
         section(&mut h, &run);
         assert!(h.is_empty());
     }

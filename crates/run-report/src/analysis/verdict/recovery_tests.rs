@@ -261,7 +261,7 @@ fn a_low_rate_run_with_one_slow_attempt_in_each_healthy_second_is_stable() {
         s.attempts = 30;
         s.arrivals = 30;
         s.offered_rate = 30.0;
-        s.latency = crate::LatencyCounts::default();
+        s.latency = crate::latency_counts::LatencyCounts::default();
         s.latency.record_n(40.0, 29);
         s.latency
             .record_n(if s.t % 3 == 0 { 800.0 } else { 45.0 }, 1);

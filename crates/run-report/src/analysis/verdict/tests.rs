@@ -20,7 +20,7 @@ pub(super) fn seconds(points: &[(i64, f64)]) -> Vec<Second> {
             } else {
                 (100 - p as u64, p as u64)
             };
-            let mut latency = crate::LatencyCounts::default();
+            let mut latency = crate::latency_counts::LatencyCounts::default();
             if p >= 0 {
                 latency.record_n(p99 / 2.0, 99);
                 latency.record_n(p99, 1);

@@ -3,11 +3,12 @@
 //! that tipped shaded. The y scale is fixed (0 to 1) and the majority line
 //! drawn, so "tips" is simply "above the line".
 
-use super::font::{printable, FAMILY};
-use super::panel::{err, DrawResult};
-use super::style::{palette, MUTED, TEXT, THRESHOLD, WIDTH};
+use super::{Outcome, ThresholdReport};
+use crate::charts::font::{printable, FAMILY};
+use crate::charts::panel::{err, DrawResult};
+use crate::charts::style::{palette, MUTED, TEXT, THRESHOLD, WIDTH};
+use crate::charts::{png, svg};
 use crate::error::ReportError;
-use crate::threshold::{Outcome, ThresholdReport};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -101,11 +102,11 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &ThresholdReport) 
 }
 
 /// The chart as SVG.
-pub fn threshold_svg(r: &ThresholdReport) -> Result<String, ReportError> {
-    super::svg("threshold", (WIDTH, HEIGHT), |root| draw(root, r))
+pub(super) fn threshold_svg(r: &ThresholdReport) -> Result<String, ReportError> {
+    svg("threshold", (WIDTH, HEIGHT), |root| draw(root, r))
 }
 
 /// The chart as PNG bytes (same drawing as [`threshold_svg`]).
-pub fn threshold_png(r: &ThresholdReport) -> Result<Vec<u8>, ReportError> {
-    super::png("threshold", (WIDTH, HEIGHT), |root| draw(root, r))
+pub(super) fn threshold_png(r: &ThresholdReport) -> Result<Vec<u8>, ReportError> {
+    png("threshold", (WIDTH, HEIGHT), |root| draw(root, r))
 }

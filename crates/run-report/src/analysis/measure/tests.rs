@@ -83,7 +83,7 @@ fn variant() -> VariantRun {
 fn value(v: &VariantRun, text: &str) -> Result<f64, String> {
     let cfg = AnalysisConfig::default();
     let a = analyse_variant(v, &cfg);
-    metric_value_explained(v, &a, &MetricRef::parse(text)?, &cfg)
+    metric_value_explained(v, &a, &MetricRef::parse(text)?, &cfg).map_err(|e| e.0)
 }
 
 fn close(x: Result<f64, String>, want: f64) {

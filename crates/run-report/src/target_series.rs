@@ -1,35 +1,20 @@
-//! The sustaining effects of an external target, read from its own metrics.
+//! An external target's own series: what its PromQL expressions said.
 //!
 //! The harness measures the sustaining effects of its own system itself
 //! (`analysis/sustaining.rs`: retries, duplicate and orphaned pages, ...).
 //! A service someone else started exports other series, so an experiment
-//! on an external target names its effects as PromQL expressions
+//! on an external target names them as PromQL expressions
 //! (`sustaining: [{ name, expr }]`); the run's Prometheus evaluates each
 //! over the variant at one-second resolution and the series is recorded
-//! here, with why it could not be measured when it could not. Figures are
-//! a pure function of the series and the variant's triggers, so a re-judged
-//! run reads the same numbers.
+//! ([`TargetSeries`], `VariantRun::target_series`), with why it could not
+//! be measured when it could not. This module reads the recorded series:
+//! figures, `summary.json`'s `target_series`, the CSV's columns. Figures
+//! are a pure function of the series and the variant's triggers, so a
+//! re-judged run reads the same numbers.
 
-use crate::model::VariantRun;
-use serde::{Deserialize, Serialize};
+use crate::model::{RunData, TargetSeries, VariantRun};
+use serde::Serialize;
 use serde_json::{json, Value};
-
-/// One `sustaining:` expression as the run's Prometheus evaluated it on a variant.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct TargetSeries {
-    /// The name the experiment gave it (unique in the file).
-    pub name: String,
-    /// The PromQL expression, as written.
-    pub expr: String,
-    /// One value per second of the variant (index == `t`); `None` where the
-    /// expression gave no sample (or not a number).
-    #[serde(default)]
-    pub values: Vec<Option<f64>>,
-    /// Why it could not be measured (no data, the query failed, more than
-    /// one series); `None`: measured.
-    #[serde(default)]
-    pub unmeasured: Option<String>,
-}
 
 /// What a series says over the variant (`None`: no sample in that window).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -80,11 +65,11 @@ pub fn figures(s: &TargetSeries, v: &VariantRun) -> TargetFigures {
     }
 }
 
-/// `summary.json`'s `target_sustaining` of a variant: each series' name,
+/// `summary.json`'s `target_series` of a variant: each series' name,
 /// expression, figures and why it was not measured.
 pub(crate) fn summary(v: &VariantRun) -> Value {
     Value::Array(
-        v.target_sustaining
+        v.target_series
             .iter()
             .map(|s| {
                 let mut o = json!(figures(s, v));
@@ -99,9 +84,9 @@ pub(crate) fn summary(v: &VariantRun) -> Value {
 
 /// Every series name of the run's variants, in first-seen order (the
 /// `target_<name>` columns of `timeseries.csv`).
-pub(crate) fn names(run: &crate::model::RunData) -> Vec<String> {
+pub(crate) fn names(run: &RunData) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for s in run.variants.iter().flat_map(|v| &v.target_sustaining) {
+    for s in run.variants.iter().flat_map(|v| &v.target_series) {
         if !out.contains(&s.name) {
             out.push(s.name.clone());
         }
@@ -112,7 +97,7 @@ pub(crate) fn names(run: &crate::model::RunData) -> Vec<String> {
 /// The value of series `name` at second `t` of `v` (`None`: no such
 /// series, or no sample).
 pub(crate) fn value_at(v: &VariantRun, name: &str, t: usize) -> Option<f64> {
-    v.target_sustaining
+    v.target_series
         .iter()
         .find(|s| s.name == name)
         .and_then(|s| s.values.get(t).copied().flatten())
@@ -135,7 +120,7 @@ mod tests {
         let v = VariantRun {
             triggers: vec![t],
             load_end_s: Some(8.0),
-            target_sustaining: vec![s.clone()],
+            target_series: vec![s.clone()],
             ..VariantRun::default()
         };
         (s, v)

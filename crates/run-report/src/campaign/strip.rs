@@ -2,10 +2,12 @@
 //! one dot per run, and the median as a bar, on an axis shared by the
 //! variants so the eye compares before against after directly.
 
-use super::font::{ensure_font, FAMILY};
-use super::style::{MUTED, PALETTE, TEXT};
-use crate::campaign::aggregate::VariantOverRuns;
+use super::aggregate::VariantOverRuns;
+use crate::charts::font::{ensure_font, FAMILY};
+use crate::charts::panel::{err, DrawResult};
+use crate::charts::style::{MUTED, PALETTE, TEXT};
 use crate::error::ReportError;
+use crate::metrics::MetricRef;
 use plotters::prelude::*;
 
 const PANEL_H: u32 = 120;
@@ -18,7 +20,7 @@ pub(crate) fn strip_svg(variants: &[VariantOverRuns]) -> Result<String, ReportEr
     };
     ensure_font();
     // A figure no run defines (an alert that never fired) has no panel.
-    let shown: Vec<&crate::metrics::MetricRef> = first
+    let shown: Vec<&MetricRef> = first
         .figures
         .iter()
         .map(|f| &f.metric)
@@ -40,7 +42,7 @@ pub(crate) fn strip_svg(variants: &[VariantOverRuns]) -> Result<String, ReportEr
         root.fill(&WHITE).map_err(|e| chart_err(e.to_string()))?;
         let areas = root.split_evenly((panels.max(1) as usize, 1));
         for (area, metric) in areas.iter().zip(&shown) {
-            panel(area, variants, metric).map_err(chart_err)?;
+            panel(area, variants, metric).map_err(|e| chart_err(e.0))?;
         }
         root.present().map_err(|e| chart_err(e.to_string()))?;
     }
@@ -49,11 +51,7 @@ pub(crate) fn strip_svg(variants: &[VariantOverRuns]) -> Result<String, ReportEr
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 
-fn panel(
-    area: &Area,
-    variants: &[VariantOverRuns],
-    metric: &crate::metrics::MetricRef,
-) -> Result<(), String> {
+fn panel(area: &Area, variants: &[VariantOverRuns], metric: &MetricRef) -> DrawResult {
     let all: Vec<f64> = variants
         .iter()
         .filter_map(|v| v.figure(metric))
@@ -73,7 +71,7 @@ fn panel(
         .x_label_area_size(22)
         .y_label_area_size(110)
         .build_cartesian_2d((lo - pad)..(hi + pad), -0.5..(rows - 0.5))
-        .map_err(|e| e.to_string())?;
+        .map_err(err)?;
     let names: Vec<String> = variants.iter().map(|v| v.variant.clone()).collect();
     chart
         .configure_mesh()
@@ -91,7 +89,7 @@ fn panel(
         })
         .label_style((FAMILY, 11).into_font().color(&MUTED))
         .draw()
-        .map_err(|e| e.to_string())?;
+        .map_err(err)?;
     for (i, v) in variants.iter().enumerate() {
         let colour = PALETTE[i % PALETTE.len()];
         let Some(f) = v.figure(metric) else { continue };
@@ -101,7 +99,7 @@ fn panel(
             let y = i as f64 + (k as f64 / n - 0.5) * 0.5;
             Circle::new((*x, y), 3, colour.mix(0.7).filled())
         });
-        chart.draw_series(dots).map_err(|e| e.to_string())?;
+        chart.draw_series(dots).map_err(err)?;
         if let Some(s) = &f.spread {
             let y = i as f64;
             chart
@@ -109,7 +107,7 @@ fn panel(
                     vec![(s.median, y - 0.4), (s.median, y + 0.4)],
                     colour.stroke_width(3),
                 )))
-                .map_err(|e| e.to_string())?;
+                .map_err(err)?;
         }
     }
     Ok(())

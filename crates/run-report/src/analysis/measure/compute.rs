@@ -3,9 +3,10 @@
 //! [`value`] matches every [`Metric`] without a wildcard arm, so a metric
 //! added to the catalogue does not compile until it is computed here.
 
-use super::{Metric, MetricRef};
 use crate::analysis::amplification as amp;
-use crate::analysis::{VariantAnalysis, Verdict};
+use crate::analysis::verdict::Verdict;
+use crate::analysis::VariantAnalysis;
+use crate::metrics::{Metric, MetricRef, Undefined};
 use crate::model::{AnalysisConfig, Second, VariantRun, ZoneSecond};
 use crate::series::{self, sum};
 
@@ -20,12 +21,12 @@ pub(super) struct Inputs<'a> {
 
 const FEW: &str = "no second with at least 5 completed attempts";
 
-fn need(x: Option<f64>, why: &str) -> Result<f64, String> {
-    x.ok_or_else(|| why.to_string())
+fn need(x: Option<f64>, why: &str) -> Result<f64, Undefined> {
+    x.ok_or_else(|| why.into())
 }
 
 /// The metric's value; its label and window are already checked.
-pub(super) fn value(i: &Inputs, m: &MetricRef) -> Result<f64, String> {
+pub(super) fn value(i: &Inputs, m: &MetricRef) -> Result<f64, Undefined> {
     use Metric::*;
     let (s, v, a) = (i.seconds, i.v, i.a);
     let windowed = m.window.is_some();
@@ -104,13 +105,14 @@ pub(super) fn value(i: &Inputs, m: &MetricRef) -> Result<f64, String> {
         Verdict => Err(format!(
             "the verdict is a class ({}), not a number",
             a.verdict.class()
-        )),
+        )
+        .into()),
         Metastable => metastable(&a.verdict),
         TimeToRecoverS => time_to_recover(&a.verdict),
         DegradedS => a
             .degraded_s
             .map(f64::from)
-            .ok_or_else(|| format!("not judged: {}", a.verdict.explanation())),
+            .ok_or_else(|| format!("not judged: {}", a.verdict.explanation()).into()),
         LateArrivals => Ok(v.late_arrivals as f64),
         ZoneFailureRatioPeak => need(
             series::max_finite(zone_ratios(&zone(v, s, label)?)),
@@ -132,7 +134,7 @@ pub(super) fn value(i: &Inputs, m: &MetricRef) -> Result<f64, String> {
 
 /// Mean failure ratio outside every wave, from the first trigger to the end
 /// of the load (or in the window).
-fn between_waves(i: &Inputs, windowed: bool) -> Result<f64, String> {
+fn between_waves(i: &Inputs, windowed: bool) -> Result<f64, Undefined> {
     let (v, a) = (i.v, i.a);
     let (from, to) = if windowed {
         (0.0, f64::INFINITY)
@@ -176,15 +178,15 @@ fn other_tenants_p99(v: &VariantRun) -> f64 {
     .unwrap_or(0.0)
 }
 
-fn metastable(verdict: &Verdict) -> Result<f64, String> {
+fn metastable(verdict: &Verdict) -> Result<f64, Undefined> {
     match verdict {
         Verdict::Metastable { .. } => Ok(1.0),
         Verdict::Stable | Verdict::Recovered { .. } | Verdict::Overloaded { .. } => Ok(0.0),
-        other => Err(format!("not judged: {}", other.explanation())),
+        other => Err(format!("not judged: {}", other.explanation()).into()),
     }
 }
 
-fn time_to_recover(verdict: &Verdict) -> Result<f64, String> {
+fn time_to_recover(verdict: &Verdict) -> Result<f64, Undefined> {
     match verdict {
         Verdict::Stable => Ok(0.0),
         Verdict::Recovered { after_s, .. } => Ok(*after_s),
@@ -193,14 +195,18 @@ fn time_to_recover(verdict: &Verdict) -> Result<f64, String> {
             recovered_at_s: Some(t),
             ..
         } => Ok((t - residue_end_s).max(0.0)),
-        other => Err(format!("not recovered: {}", other.explanation())),
+        other => Err(format!("not recovered: {}", other.explanation()).into()),
     }
 }
 
 const FEW_IN_ZONE: &str = "no second with at least 5 requests in the zone";
 
 /// The zone's seconds in the window; an error names the zones seen.
-fn zone<'a>(v: &VariantRun, s: &[&'a Second], zone: &str) -> Result<Vec<&'a ZoneSecond>, String> {
+fn zone<'a>(
+    v: &VariantRun,
+    s: &[&'a Second],
+    zone: &str,
+) -> Result<Vec<&'a ZoneSecond>, Undefined> {
     let known = series::zone_names(&v.seconds);
     if !known.iter().any(|z| z == zone) {
         let list = if known.is_empty() {
@@ -208,9 +214,7 @@ fn zone<'a>(v: &VariantRun, s: &[&'a Second], zone: &str) -> Result<Vec<&'a Zone
         } else {
             known.join(", ")
         };
-        return Err(format!(
-            "zone `{zone}` not seen in this variant (zones: {list})"
-        ));
+        return Err(format!("zone `{zone}` not seen in this variant (zones: {list})").into());
     }
     Ok(s.iter().filter_map(|x| x.zones.get(zone)).collect())
 }
