@@ -11,7 +11,7 @@
 //! slower than the variant's slow limit, `summary.json`'s
 //! `baseline.slow_above_ms`; empty when latency was not judged).
 //!
-//! An external target's `sustaining:` expressions follow as `target_<name>`
+//! An external target's `target_series:` expressions follow as `target_<name>`
 //! columns (the union of the variants' names; empty where a second has no
 //! sample).
 

@@ -55,7 +55,7 @@
 //!                     (zones whose pool the timeline paused, CPU-limited or killed) },
 //!     "target_series": [{ name, expr, samples, mean, max, before_trigger, after_residue,
 //!                     after_residue_from_s (f64 | null each), unmeasured: str | null }]
-//!                     (an external target's `sustaining:` expressions; empty without them)
+//!                     (an external target's `target_series:` expressions; empty without them)
 //!   }],
 //!   "expectations": [{ variant, metric (as written, with {zone} and [window]), metric_name, zone, window,
 //!                      op, value, expected (the source text), measured: f64 | null, passed, message }],

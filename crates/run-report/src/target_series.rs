@@ -4,7 +4,7 @@
 //! (`analysis/sustaining.rs`: retries, duplicate and orphaned pages, ...).
 //! A service someone else started exports other series, so an experiment
 //! on an external target names them as PromQL expressions
-//! (`sustaining: [{ name, expr }]`); the run's Prometheus evaluates each
+//! (`target_series: [{ name, expr }]`); the run's Prometheus evaluates each
 //! over the variant at one-second resolution and the series is recorded
 //! ([`TargetSeries`], `VariantRun::target_series`), with why it could not
 //! be measured when it could not. This module reads the recorded series:

@@ -219,14 +219,6 @@ fn replace_live(text: &str, pairs: &[(String, String)]) -> String {
         .collect()
 }
 
-/// `text` without its `#` comment lines.
-pub(crate) fn uncommented(text: &str) -> String {
-    text.lines()
-        .filter(|l| !l.trim_start().starts_with('#'))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// HAProxy's file (the exporter frontend appended) and command line.
 fn haproxy(text: &str, place: &Placement) -> Prepared {
     let metrics = place.exporter;

@@ -74,7 +74,7 @@ fn container_faults(
         .into_iter()
         .filter_map(|(label, id)| {
             let name = match label.strip_prefix("container pool ") {
-                Some(zone) => crate::env::components::pool_component(zone),
+                Some(zone) => crate::experiment::components::pool_component(zone),
                 None if label == "container gateway" => "gateway".to_string(),
                 None => return None,
             };
@@ -158,7 +158,7 @@ async fn start_pools(
     let mut pools = Vec::new();
     for z in zones {
         let args = ["--config", file, "--role", "pool", "--zone", z.as_str()];
-        let name = crate::env::components::pool_component(z);
+        let name = crate::experiment::components::pool_component(z);
         let mut addr = set
             .start_sut(&name, sut, args.iter().map(|a| a.to_string()).collect())
             .await?;

@@ -7,9 +7,11 @@
 //! and re-validated, expectations naming known metrics. Every error names the
 //! file, line, column and field, and nothing runs before all of it passed.
 
+pub(crate) mod components;
 pub mod raw;
 pub(crate) mod sampling;
 pub mod schema;
+pub mod target_series;
 pub(crate) mod tree;
 mod validate;
 
@@ -47,9 +49,9 @@ pub struct Experiment {
     /// Why the file's `alerts:` were left out of this run (`--without-alerts`
     /// in virtual time); its alert metrics then read n/a, never 0.
     pub alerts_left_out: Option<String>,
-    /// `sustaining:` an external target's own sustaining effects, as PromQL
+    /// `target_series:` an external target's own series, as PromQL
     /// on the run's Prometheus (empty elsewhere).
-    pub sustaining: Vec<crate::observe::target_series::SustainingExpr>,
+    pub target_series: Vec<target_series::TargetSeriesExpr>,
     /// `campaign:` defaults and what must hold over runs.
     pub campaign: run_report::campaign::CampaignSpec,
     /// The file's text, for the report.
@@ -70,7 +72,7 @@ pub enum Environment {
         components: std::collections::BTreeMap<String, crate::env::faults::ExternalComponent>,
         /// Its Prometheus metrics URL when not `{url}/metrics`: what the
         /// sampler reads and the run's Prometheus scrapes for
-        /// `sustaining:` and `alerts:`.
+        /// `target_series:` and `alerts:`.
         metrics: Option<String>,
     },
     /// The system under test as containers (gateway, one pool per zone, Redis).

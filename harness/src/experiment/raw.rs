@@ -71,19 +71,19 @@ pub struct RawExperiment {
     #[serde(default)]
     #[schemars(with = "Option<RawCampaign>")]
     pub campaign: Option<Spanned<RawCampaign>>,
-    /// An external target's own sustaining effects: PromQL expressions over
+    /// An external target's own series: PromQL expressions over
     /// `target.metrics`, evaluated on the run's Prometheus and reported per
     /// variant (external targets only).
     #[serde(default)]
-    #[schemars(with = "Vec<RawSustaining>")]
-    pub sustaining: Vec<Spanned<RawSustaining>>,
+    #[schemars(with = "Vec<RawTargetSeries>")]
+    pub target_series: Vec<Spanned<RawTargetSeries>>,
 }
 
-/// One `sustaining:` entry: a name (unique; the report's column
+/// One `target_series:` entry: a name (unique; the report's column
 /// `target_<name>`) and a PromQL expression that gives one series.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RawSustaining {
+pub struct RawTargetSeries {
     /// Letters, digits, `_` or `-`, unique in the file.
     #[schemars(with = "String")]
     pub name: Spanned<String>,
@@ -162,7 +162,7 @@ pub struct RawTarget {
     pub components: std::collections::BTreeMap<String, crate::env::faults::ExternalComponent>,
     /// The target's Prometheus metrics URL when not `{url}/metrics` (e.g.
     /// `http://127.0.0.1:9100/metrics`): read by the harness's sampler and
-    /// scraped by the run's Prometheus for `sustaining:` and `alerts:`;
+    /// scraped by the run's Prometheus for `target_series:` and `alerts:`;
     /// loopback unless `allow_remote`.
     #[serde(default)]
     #[schemars(with = "Option<String>")]

@@ -134,7 +134,7 @@ fn config(alerts: &Alerts, targets: &[(&str, String)]) -> String {
         e = prom_duration(alerts.evaluation_interval)
     );
     if alerts.rules.is_empty() {
-        // Only `sustaining:` expressions: the server scrapes, no rules.
+        // Only `target_series:` expressions: the server scrapes, no rules.
         s = s.replace("rule_files:\n", "rule_files: []\n");
     }
     for r in &alerts.rules {
@@ -412,7 +412,7 @@ impl Monitor {
         })
     }
 
-    /// Its Prometheus server's base URL (for `sustaining:` queries).
+    /// Its Prometheus server's base URL (for `target_series:` queries).
     pub(crate) fn url(&self) -> String {
         self.prometheus.url()
     }
@@ -441,7 +441,7 @@ impl Monitor {
 /// `query` evaluated by the Prometheus at `base` (its URL) from `start` to
 /// `end` (Unix seconds) every `step_s` seconds: the result's matrix, or why
 /// not (the request failed, or Prometheus's own error). Alert histories and
-/// an external target's `sustaining:` expressions both read through it.
+/// an external target's `target_series:` expressions both read through it.
 pub(crate) async fn query_range(
     http: &reqwest::Client,
     base: &str,

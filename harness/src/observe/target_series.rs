@@ -1,5 +1,5 @@
-//! An external target's own sustaining effects: the experiment's
-//! `sustaining: [{ name, expr }]` PromQL expressions, evaluated on the
+//! An external target's own series: the experiment's
+//! `target_series: [{ name, expr }]` PromQL expressions, evaluated on the
 //! run's Prometheus over each variant.
 //!
 //! Why Prometheus and not the harness's sampler: the expressions are
@@ -15,30 +15,11 @@
 //! records the series, or why it could not be measured (no data, more
 //! than one series, a failed query): never a silent 0.
 
+use crate::experiment::target_series::TargetSeriesExpr;
 use crate::experiment::{Alerts, Environment, Experiment, ExperimentError};
 use crate::observe::prometheus::{Monitor, PromError};
 use run_report::TargetSeries;
 use std::time::{Duration, SystemTime};
-
-/// One validated `sustaining:` entry.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SustainingExpr {
-    /// Unique in the file; the report's column `target_<name>`.
-    pub name: String,
-    /// The PromQL expression, trimmed.
-    pub expr: String,
-    /// Where `expr` is written, for promtool's errors.
-    pub site: Site,
-}
-
-/// A place in the experiment file.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Site {
-    pub file: String,
-    pub line: u64,
-    pub column: u64,
-    pub field: String,
-}
 
 /// Why the expressions cannot be run.
 #[derive(Debug, thiserror::Error)]
@@ -46,16 +27,16 @@ pub enum CheckError {
     /// A bad expression, located in the file.
     #[error("{0}")]
     Bad(#[from] ExperimentError),
-    #[error("`{0}` is not installed (the experiment has `sustaining:`); install the Debian package `{p}` (apt-get install {p}), version 2.42 or later", p = crate::observe::prometheus::PACKAGE)]
+    #[error("`{0}` is not installed (the experiment has `target_series:`); install the Debian package `{p}` (apt-get install {p}), version 2.42 or later", p = crate::observe::prometheus::PACKAGE)]
     Missing(&'static str),
     #[error("running promtool: {0}")]
     Io(std::io::Error),
 }
 
 /// Before anything runs: Prometheus is installed and `promtool` parses
-/// every expression. Nothing to do without `sustaining:`.
+/// every expression. Nothing to do without `target_series:`.
 pub fn check(exp: &Experiment) -> Result<(), CheckError> {
-    if exp.sustaining.is_empty() {
+    if exp.target_series.is_empty() {
         return Ok(());
     }
     if let Err(PromError::Missing(bin)) = crate::observe::prometheus::check_installed() {
@@ -63,19 +44,23 @@ pub fn check(exp: &Experiment) -> Result<(), CheckError> {
     }
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("harness-sustaining-{}-{n}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("harness-target-series-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(CheckError::Io)?;
-    let result = exp.sustaining.iter().try_for_each(|s| check_one(&dir, s));
+    let result = exp
+        .target_series
+        .iter()
+        .try_for_each(|s| check_one(&dir, s));
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
 
 /// `promtool check rules` on a file holding `s` as a recording rule.
-fn check_one(dir: &std::path::Path, s: &SustainingExpr) -> Result<(), CheckError> {
-    let file = dir.join("sustaining.yml");
+fn check_one(dir: &std::path::Path, s: &TargetSeriesExpr) -> Result<(), CheckError> {
+    let file = dir.join("target_series.yml");
     // JSON strings are valid YAML scalars, whatever the expression holds.
     let rules = format!(
-        "groups:\n- name: sustaining\n  rules:\n  - record: harness_sustaining_check\n    expr: {}\n",
+        "groups:\n- name: target_series\n  rules:\n  - record: harness_target_series_check\n    expr: {}\n",
         serde_json::json!(s.expr)
     );
     std::fs::write(&file, rules).map_err(CheckError::Io)?;
@@ -109,14 +94,14 @@ fn promtool_reason(text: &str) -> String {
 }
 
 /// The variant's Prometheus when the experiment needs one (`alerts:` or
-/// `sustaining:`), scraping `target.metrics` where the file names it and
+/// `target_series:`), scraping `target.metrics` where the file names it and
 /// the target's `/metrics` otherwise.
 pub(crate) async fn monitor(
     exp: &Experiment,
     base: &str,
     variant: &str,
 ) -> Result<Option<Monitor>, PromError> {
-    if exp.alerts.is_none() && exp.sustaining.is_empty() {
+    if exp.alerts.is_none() && exp.target_series.is_empty() {
         return Ok(None);
     }
     let alerts = exp.alerts.clone().unwrap_or_else(|| Alerts {
@@ -141,7 +126,7 @@ pub(crate) async fn monitor(
 pub(crate) async fn evaluate(
     http: &reqwest::Client,
     prometheus: &str,
-    exprs: &[SustainingExpr],
+    exprs: &[TargetSeriesExpr],
     (from, secs): (SystemTime, usize),
     variant: &str,
 ) -> Vec<TargetSeries> {
@@ -166,7 +151,7 @@ pub(crate) async fn evaluate(
         }
         if let Some(why) = &series.unmeasured {
             eprintln!(
-                "WARNING ({variant}): sustaining `{}` not measured: {why}",
+                "WARNING ({variant}): target series `{}` not measured: {why}",
                 e.name
             );
         }
@@ -251,7 +236,7 @@ mod tests {
 
     #[test]
     fn promtool_reason_keeps_the_position_in_the_expression() {
-        let text = "Checking /tmp/x.yml\n  FAILED:\n/tmp/x.yml: 5:11: group \"sustaining\", rule 1, \"harness_sustaining_check\": could not parse expression: 1:13: parse error: unclosed left parenthesis\n";
+        let text = "Checking /tmp/x.yml\n  FAILED:\n/tmp/x.yml: 5:11: group \"target_series\", rule 1, \"harness_target_series_check\": could not parse expression: 1:13: parse error: unclosed left parenthesis\n";
         assert_eq!(
             promtool_reason(text),
             "1:13: parse error: unclosed left parenthesis"

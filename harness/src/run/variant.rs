@@ -62,7 +62,7 @@ struct VariantDrive<'a> {
     /// runs in this process.
     coordinator: Option<Coordinator>,
     /// The experiment's Prometheus, for its alert rules (`alerts:`) and
-    /// an external target's `sustaining:` expressions.
+    /// an external target's `target_series:` expressions.
     monitor: Option<crate::observe::prometheus::Monitor>,
     /// What the timeline did, in order.
     events: Arc<Mutex<Vec<TimelineEvent>>>,
@@ -112,8 +112,8 @@ struct Collected {
     last: Scrape,
     triggers: Vec<TriggerSpan>,
     alerts: Vec<run_report::AlertHistory>,
-    /// An external target's `sustaining:` series.
-    target_sustaining: Vec<run_report::TargetSeries>,
+    /// An external target's `target_series:` series.
+    target_series: Vec<run_report::TargetSeries>,
     load: load::LoadOutcome,
     agents: Vec<run_report::AgentRecord>,
     cost: Option<run_report::HarnessCost>,
@@ -361,16 +361,14 @@ impl<'a> VariantDrive<'a> {
             Duration::from_secs(u64::from(self.exp.analysis.recovery_window_s)),
         );
         r.progress.finish();
-        let target_sustaining = self
-            .target_sustaining(r.clock.wall_start, seconds.len())
-            .await;
+        let target_series = self.target_series(r.clock.wall_start, seconds.len()).await;
         let alerts = self.alerts(r.clock.wall_start, &mut unmeasured).await;
         Ok(Collected {
             seconds,
             last,
             triggers,
             alerts,
-            target_sustaining,
+            target_series,
             load: driven.load.context("driving the load")?,
             agents: driven.agents,
             cost: driven.cost,
@@ -378,9 +376,9 @@ impl<'a> VariantDrive<'a> {
         })
     }
 
-    /// An external target's `sustaining:` series over the variant's `secs`
+    /// An external target's `target_series:` series over the variant's `secs`
     /// seconds from `wall_start`, read from the monitor's Prometheus.
-    async fn target_sustaining(
+    async fn target_series(
         &self,
         wall_start: SystemTime,
         secs: usize,
@@ -393,7 +391,7 @@ impl<'a> VariantDrive<'a> {
         crate::observe::target_series::evaluate(
             &self.http,
             &url,
-            &self.exp.sustaining,
+            &self.exp.target_series,
             window,
             &self.v.name,
         )
@@ -465,7 +463,7 @@ impl<'a> VariantDrive<'a> {
             agents: c.agents,
             harness_cost: c.cost,
             gpu_pacing: Some(gpu_pacing),
-            target_sustaining: c.target_sustaining,
+            target_series: c.target_series,
         }
     }
 }

@@ -1,5 +1,5 @@
-//! The section on an external target's own sustaining effects: each
-//! `sustaining:` expression's figures per variant, placed after "why each
+//! The section on an external target's own series: each
+//! `target_series:` expression's figures per variant, placed after "why each
 //! verdict" where the harness's own sustaining effects stand. What could
 //! not be measured is said in the row (or, for an external target without
 //! expressions, in one sentence), never shown as 0.
@@ -13,7 +13,7 @@ use std::fmt::Write;
 
 /// Said when an external target's run names no expressions.
 const NONE_NAMED: &str = "Not measured: the experiment names no <code>target.metrics</code> \
-     and <code>sustaining:</code> expressions, so what kept the target degraded (its own \
+     and <code>target_series:</code> expressions, so what kept the target degraded (its own \
      retries, queues, duplicate work) was not read; the verdict rests on the client-side figures.";
 
 /// The section, when the run drove an external target or has any series.
@@ -22,13 +22,13 @@ pub(super) fn section(h: &mut String, run: &RunData) {
     if !any && run.environment.kind != "external" {
         return;
     }
-    h.push_str("<section id=\"target-series\">\n<h2>The target's sustaining effects</h2>\n");
+    h.push_str("<section id=\"target-series\">\n<h2>The target's own series</h2>\n");
     if !any {
         let _ = writeln!(h, "<p>{NONE_NAMED}</p>\n</section>");
         return;
     }
     h.push_str(
-        "<p class=\"muted\">From the target's own metrics: each <code>sustaining:</code> \
+        "<p class=\"muted\">From the target's own metrics: each <code>target_series:</code> \
          expression as the run's Prometheus evaluated it, one value per second. Before: the \
          mean before the first trigger; after the residue: the mean from the last trigger's \
          residue end to the load's end, the effect still there once the trigger had gone.</p>\n",

@@ -306,7 +306,7 @@ pub struct VariantRun {
     #[serde(default)]
     pub gpu_pacing: Option<crate::gpu_pacing::GpuPacing>,
     /// An external target's own series: each of the experiment's
-    /// `sustaining:` PromQL expressions as the run's Prometheus evaluated
+    /// `target_series:` PromQL expressions as the run's Prometheus evaluated
     /// it; empty without them (and left out of run.json then). Read under
     /// its former name `target_sustaining` too.
     #[serde(
@@ -317,7 +317,7 @@ pub struct VariantRun {
     pub target_series: Vec<TargetSeries>,
 }
 
-/// One `sustaining:` expression as the run's Prometheus evaluated it on a
+/// One `target_series:` expression as the run's Prometheus evaluated it on a
 /// variant: a target's own PromQL series (its figures: [`crate::target_figures`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TargetSeries {

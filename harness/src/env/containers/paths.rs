@@ -55,7 +55,7 @@ impl Startup<'_> {
                 .await
                 .with_context(|| format!("the address of zone {zone}'s pool container"))?;
             let mut addr = SocketAddr::new(ip, SUT_PORT);
-            let component = crate::env::components::pool_component(zone);
+            let component = crate::experiment::components::pool_component(zone);
             let through = faulted.contains(&component);
             if through {
                 let host = network_gateway(&self.network).await?;

@@ -118,7 +118,9 @@ impl GenericFault {
         match self {
             GenericFault::CpuLimit { component, .. }
             | GenericFault::Pause { component }
-            | GenericFault::Kill { component } => crate::env::components::pool_zone(component),
+            | GenericFault::Kill { component } => {
+                crate::experiment::components::pool_zone(component)
+            }
             // The path into the pool, not its process.
             GenericFault::Network(_) => None,
         }

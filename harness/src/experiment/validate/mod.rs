@@ -6,7 +6,7 @@
 //! incident figures), [`timeline`] (every entry, the baseline before the
 //! first trigger; with [`spike`], load spikes and the arrival steps marked
 //! as triggers) and [`expect`] (metrics, windows, zones, verdicts); [`campaign`] what must hold over
-//! runs; [`sustaining`] an external target's PromQL and its `target.metrics`.
+//! runs; [`target_series`] an external target's PromQL and its `target.metrics`.
 
 mod alerts;
 mod campaign;
@@ -24,7 +24,7 @@ mod proxy;
 mod sections;
 pub(crate) use proxy::{binary as proxy_binary, which};
 mod spike;
-mod sustaining;
+mod target_series;
 mod timeline;
 
 use super::raw::*;
@@ -156,7 +156,7 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
         &analysis,
     )?;
     let alerts = alerts::alerts(&cx, &raw)?;
-    let sustaining = sustaining::sustaining(&cx, &raw, &environment)?;
+    let target_series = target_series::target_series(&cx, &raw, &environment)?;
     let expectations = expect::expectations(
         &cx,
         &raw,
@@ -186,7 +186,7 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
         incident,
         alerts,
         alerts_left_out: None,
-        sustaining,
+        target_series,
         campaign,
         source: text.to_string(),
         container_images: sections::container_images(&raw),

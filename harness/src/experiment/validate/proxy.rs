@@ -53,7 +53,7 @@ pub(super) fn proxies(
         };
         let (kind, text) = read(&resolved).map_err(|m| err(".config", m))?;
         // Only where the proxy reads them: a placeholder in a comment is none.
-        let live = crate::env::proxy_gateway::uncommented(&text);
+        let live = uncommented(&text);
         for need in placeholders(&resolved, &v.system.zones) {
             if !live.contains(&need) {
                 return Err(err(
@@ -127,4 +127,12 @@ pub(crate) fn which(binary: &str) -> Option<std::path::PathBuf> {
     std::env::split_paths(&path)
         .map(|d| d.join(binary))
         .find(|p| p.is_file())
+}
+
+/// `text` without its `#` comment lines.
+fn uncommented(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

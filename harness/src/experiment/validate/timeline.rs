@@ -209,7 +209,7 @@ fn generic(
     let names = match env {
         Environment::External { components, .. } => components.keys().cloned().collect(),
         Environment::Embedded | Environment::Containers { .. } => {
-            crate::env::components::component_names(zones)
+            crate::experiment::components::component_names(zones)
         }
     };
     if !names.iter().any(|n| n == f.component()) {

@@ -1,6 +1,6 @@
-//! An external target's own sustaining effects: the system under test
+//! An external target's own series: the system under test
 //! started by hand (no admin token), `target.metrics` its `/metrics`, and
-//! `sustaining:` expressions over its own series evaluated on the run's
+//! `target_series:` expressions over its own series evaluated on the run's
 //! Prometheus; a load spike at 4 s is the trigger. The page compute rate
 //! comes back as a series and a figure in summary.json, run.json,
 //! timeseries.csv and the page; an expression on a series nobody exports
@@ -15,7 +15,7 @@ use std::process::Command;
 /// The experiment on the target at `port`: 10 documents/s of 2 pages.
 fn experiment(port: u16) -> String {
     format!(
-        r#"name: external-sustaining
+        r#"name: external-target-series
 duration: 10s
 environment: external
 target:
@@ -29,7 +29,7 @@ workload:
   client: {{ timeout: 2s, retry: {{ max_attempts: 1 }} }}
 timeline:
   - {{ at: 4s, duration: 2s, fault: {{ load_spike: {{ factor: 3 }} }} }}
-sustaining:
+target_series:
   - {{ name: pages, expr: "sum(rate(sut_gpu_pages_computed_total[3s]))" }}
   - {{ name: absent, expr: "sum(rate(no_such_series_total[3s]))" }}
 variants:
@@ -39,12 +39,12 @@ variants:
 }
 
 #[test]
-fn sustaining_expressions_read_the_targets_own_metrics() {
+fn target_series_read_the_targets_own_metrics() {
     if let Some(why) = common::prometheus_missing() {
         println!("SKIPPED: {why}");
         return;
     }
-    let dir = common::scratch("ext-sustaining");
+    let dir = common::scratch("ext-target-series");
     let (mut sut, port) = common::start_sut(&dir);
     let exp = dir.join("external.yaml");
     std::fs::write(&exp, experiment(port)).unwrap();
@@ -58,10 +58,10 @@ fn sustaining_expressions_read_the_targets_own_metrics() {
         out.status.code().is_some_and(|c| c == 0 || c == 1),
         "{stderr}"
     );
-    let report = dir.join("reports/external-sustaining/latest");
+    let report = dir.join("reports/external-target-series/latest");
     let read = |f: &str| std::fs::read_to_string(report.join(f)).unwrap();
     let summary: serde_json::Value = serde_json::from_str(&read("summary.json")).unwrap();
-    let series = &summary["variants"][0]["target_sustaining"];
+    let series = &summary["variants"][0]["target_series"];
     let pages = &series[0];
     println!("pages: {pages}");
     assert_eq!(pages["name"], "pages");
@@ -87,7 +87,7 @@ fn sustaining_expressions_read_the_targets_own_metrics() {
     );
     assert!(absent["mean"].is_null(), "{absent}");
     let run: serde_json::Value = serde_json::from_str(&read("run.json")).unwrap();
-    let values = run["variants"][0]["target_sustaining"][0]["values"]
+    let values = run["variants"][0]["target_series"][0]["values"]
         .as_array()
         .unwrap();
     assert!(values.iter().filter(|v| v.as_f64().is_some()).count() >= 8);
@@ -101,10 +101,10 @@ fn sustaining_expressions_read_the_targets_own_metrics() {
         csv.lines().next().unwrap()
     );
     let html = read("index.html");
-    assert!(html.contains("The target's sustaining effects"));
+    assert!(html.contains("The target's own series"));
     assert!(html.contains("NOT MEASURED: the expression returned no data"));
     assert!(
-        stderr.contains("sustaining `absent` not measured"),
+        stderr.contains("target series `absent` not measured"),
         "{stderr}"
     );
     let _ = std::fs::remove_dir_all(&dir);
@@ -138,7 +138,7 @@ fn a_bad_expression_exits_2_located_before_anything_runs() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(
-            stderr.contains("external.yaml:17:27: sustaining[1].expr: not valid PromQL: 1:"),
+            stderr.contains("external.yaml:17:27: target_series[1].expr: not valid PromQL: 1:"),
             "{args:?}: {stderr}"
         );
     }
@@ -146,7 +146,7 @@ fn a_bad_expression_exits_2_located_before_anything_runs() {
 }
 
 #[test]
-fn without_prometheus_sustaining_is_refused_naming_the_package() {
+fn without_prometheus_target_series_is_refused_naming_the_package() {
     let dir = common::scratch("ext-noprom");
     let exp = dir.join("external.yaml");
     std::fs::write(&exp, experiment(9)).unwrap();
@@ -159,7 +159,7 @@ fn without_prometheus_sustaining_is_refused_naming_the_package() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("the experiment has `sustaining:`")
+        stderr.contains("the experiment has `target_series:`")
             && stderr.contains("apt-get install prometheus"),
         "{stderr}"
     );
