@@ -25,6 +25,7 @@ pub mod components;
 pub mod containers;
 pub(crate) mod cost;
 pub(crate) mod cpu;
+pub mod docker;
 pub(crate) mod environment;
 pub mod exit;
 pub mod experiment;

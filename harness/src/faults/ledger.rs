@@ -11,7 +11,8 @@
 //! A ledger's owner is recognised by its pid *and* its start time, so a
 //! reused pid does not keep a dead harness's faults alive.
 
-use super::cgroup::Placement;
+use super::cgroup::{CgroupError, Placement};
+use crate::docker::{self, DockerCallError};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -30,15 +31,24 @@ pub(crate) enum Record {
     DockerCpus { id: String, name: String },
 }
 
+/// Why a record could not be undone (it stays in its ledger).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum UndoError {
+    #[error(transparent)]
+    Cgroup(#[from] CgroupError),
+    #[error(transparent)]
+    Docker(#[from] DockerCallError),
+}
+
 impl Record {
     /// Undoes what the record says; returns what was done.
-    pub(crate) fn undo(&self) -> Result<String, String> {
+    pub(crate) fn undo(&self) -> Result<String, UndoError> {
         match self {
             Record::Cgroup(p) => {
                 if !p.is_left() {
                     return Ok(format!("{} (already gone)", p.dir.display()));
                 }
-                p.undo().map_err(|e| e.to_string())?;
+                p.undo()?;
                 Ok(format!("lifted: {}", p.describe()))
             }
             Record::Process { pid, start, name } => {
@@ -50,21 +60,34 @@ impl Record {
                 Ok(format!("killed {name} (process {pid}), left running"))
             }
             Record::DockerPaused { id, name } => {
-                if !super::docker::exists(id) {
-                    return Ok(format!("container {name} is gone"));
-                }
-                super::docker::docker_blocking(&["unpause", id])?;
-                Ok(format!("unpaused container {name} ({id})"))
+                Ok(match unless_gone("unpause", id, docker::unpause(id))? {
+                    false => format!("container {name} is gone"),
+                    true => format!("unpaused container {name} ({id})"),
+                })
             }
-            Record::DockerCpus { id, name } => {
-                if !super::docker::exists(id) {
-                    return Ok(format!("container {name} is gone"));
-                }
-                super::docker::docker_blocking(&["update", "--cpus", "0", id])?;
-                Ok(format!("lifted the CPU limit of container {name} ({id})"))
-            }
+            Record::DockerCpus { id, name } => Ok(
+                match unless_gone("update", id, docker::update_cpus(id, 0.0))? {
+                    false => format!("container {name} is gone"),
+                    true => format!("lifted the CPU limit of container {name} ({id})"),
+                },
+            ),
         }
     }
+}
+
+/// Runs `undo` on container `id` unless the container is gone (blocking);
+/// whether it ran. `what` names it should no runtime be had for it.
+fn unless_gone(
+    what: &str,
+    id: &str,
+    undo: impl std::future::Future<Output = Result<(), DockerCallError>> + Send,
+) -> Result<bool, DockerCallError> {
+    docker::blocking(what, async {
+        if !docker::exists(id).await {
+            return Ok(false);
+        }
+        undo.await.map(|()| true)
+    })
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
