@@ -18,6 +18,7 @@ use std::future::Future;
 use std::time::Duration;
 use testcontainers::bollard::errors::Error as EngineError;
 use testcontainers::bollard::models::ContainerUpdateBody;
+use testcontainers::bollard::query_parameters::{ListContainersOptions, ListNetworksOptions};
 use testcontainers::bollard::Docker;
 
 /// How long one call may take.
@@ -208,6 +209,50 @@ pub(crate) async fn update_cpus(id: &str, cpus: f64) -> Result<(), DockerCallErr
 /// `--cpus` in the engine's unit, billionths of a CPU.
 fn nano_cpus(cpus: f64) -> i64 {
     (cpus * 1e9).round() as i64
+}
+
+/// The names of every container (running or not) and network whose name
+/// starts with `prefix` (`docker ps -a`, `docker network ls`), for tests
+/// that check what a run left. Blocking.
+pub fn names_starting(prefix: &str) -> Result<Vec<String>, DockerCallError> {
+    blocking("ps -a", async {
+        let mut names = container_names("ps -a", None).await?;
+        let networks = call("network ls", |d| async move {
+            d.list_networks(None::<ListNetworksOptions>).await
+        })
+        .await?;
+        names.extend(networks.into_iter().filter_map(|n| n.name));
+        names.retain(|n| n.starts_with(prefix));
+        Ok(names)
+    })
+}
+
+/// The names of the paused containers (`docker ps -a --filter
+/// status=paused`), for tests. Blocking.
+pub fn paused_names() -> Result<Vec<String>, DockerCallError> {
+    blocking("ps -a --filter status=paused", async {
+        container_names("ps -a --filter status=paused", Some("paused")).await
+    })
+}
+
+/// Every container's names (without the leading `/`), of those in `status`
+/// when one is given.
+async fn container_names(what: &str, status: Option<&str>) -> Result<Vec<String>, DockerCallError> {
+    let options = ListContainersOptions {
+        all: true,
+        filters: status.map(|s| [("status".to_string(), vec![s.to_string()])].into()),
+        ..Default::default()
+    };
+    let list = call(
+        what,
+        |d| async move { d.list_containers(Some(options)).await },
+    )
+    .await?;
+    Ok(list
+        .into_iter()
+        .flat_map(|c| c.names.unwrap_or_default())
+        .map(|n| n.trim_start_matches('/').to_string())
+        .collect())
 }
 
 #[cfg(test)]
