@@ -255,6 +255,19 @@ async fn container_names(what: &str, status: Option<&str>) -> Result<Vec<String>
         .collect())
 }
 
+/// Whether container `id` is paused, and its CPU limit in billionths of a
+/// CPU (0: none), for tests.
+#[cfg(test)]
+pub(crate) async fn paused_and_nano_cpus(id: &str) -> Result<(bool, i64), DockerCallError> {
+    let c = call(format!("inspect {id}"), |d| async move {
+        d.inspect_container(id, None).await
+    })
+    .await?;
+    let paused = c.state.and_then(|s| s.paused).unwrap_or(false);
+    let nano = c.host_config.and_then(|h| h.nano_cpus).unwrap_or(0);
+    Ok((paused, nano))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
