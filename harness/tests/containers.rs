@@ -196,21 +196,10 @@ async fn generic_faults_on_containers_are_applied_and_undone() {
         .any(|e| e.detail.contains("docker update --cpus 0.2")));
     assert!(events.iter().any(|e| e.detail.contains("started again")));
     // Nothing of the run is left (testcontainers removes them on drop).
-    let ps = std::process::Command::new("docker")
-        .args([
-            "ps",
-            "-a",
-            "--filter",
-            "status=paused",
-            "--format",
-            "{{.Names}}",
-        ])
-        .output()
-        .unwrap();
-    let paused = String::from_utf8_lossy(&ps.stdout);
+    let paused = harness::env::docker::paused_names().unwrap();
     assert!(
-        !paused.contains("overload-only"),
-        "paused containers left: {paused}"
+        !paused.iter().any(|n| n.contains("overload-only")),
+        "paused containers left: {paused:?}"
     );
     let _ = std::fs::remove_dir_all(out);
 }

@@ -16,6 +16,7 @@ use sut::System;
 
 pub mod components;
 pub mod containers;
+pub mod docker;
 pub mod faults;
 pub(crate) mod proxy_gateway;
 mod split;

@@ -156,21 +156,9 @@ pub fn containers_left(variant: &str) -> Vec<String> {
 /// The containers and networks whose names start with `prefix`, after
 /// waiting up to 10 s for their removal to finish.
 pub fn containers_named(prefix: &str) -> Vec<String> {
-    let list = |args: &[&str]| -> Vec<String> {
-        let out = std::process::Command::new("docker")
-            .args(args)
-            .output()
-            .expect("docker");
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter(|l| l.starts_with(prefix))
-            .map(String::from)
-            .collect()
-    };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
-        let mut left = list(&["ps", "-a", "--format", "{{.Names}}"]);
-        left.extend(list(&["network", "ls", "--format", "{{.Name}}"]));
+        let left = harness::env::docker::names_starting(prefix).expect("docker");
         if left.is_empty() || std::time::Instant::now() > deadline {
             return left;
         }

@@ -153,13 +153,10 @@ pub enum DockerError {
 
 /// Is the Docker engine reachable? (For tests that skip without it.)
 pub async fn docker_available() -> Result<(), DockerError> {
-    let docker = testcontainers::bollard::Docker::connect_with_local_defaults()
-        .map_err(DockerError::NoEngine)?;
-    tokio::time::timeout(Duration::from_secs(5), docker.ping())
-        .await
-        .map_err(|_| DockerError::NoAnswer)?
-        .map_err(DockerError::NoEngine)?;
-    Ok(())
+    crate::env::docker::ping().await.map_err(|e| match e {
+        crate::env::docker::PingError::Engine(e) => DockerError::NoEngine(e),
+        crate::env::docker::PingError::NoAnswer => DockerError::NoAnswer,
+    })
 }
 
 /// Checks that the images exist locally: nothing can be pulled here, and a
@@ -175,10 +172,8 @@ pub async fn check_images(images: &ContainerImages, need_redis: bool) -> Result<
 /// Checks that each of `images` exists locally.
 pub async fn check_these(images: &[&str]) -> Result<(), DockerError> {
     docker_available().await?;
-    let docker = testcontainers::bollard::Docker::connect_with_local_defaults()
-        .map_err(DockerError::NoEngine)?;
     for image in images {
-        if docker.inspect_image(image).await.is_err() {
+        if !crate::env::docker::image_exists(image).await {
             return Err(DockerError::MissingImage(image.to_string()));
         }
     }
@@ -491,19 +486,11 @@ fn publish_on_loopback(hc: &mut HostConfig, ports: &[u16]) {
 /// The variant network's gateway address: where containers reach this host
 /// (the coordinator of load agents listens there, not on every interface).
 pub async fn network_gateway(network: &str) -> anyhow::Result<std::net::IpAddr> {
-    let docker = testcontainers::bollard::Docker::connect_with_local_defaults()
-        .context("no Docker engine")?;
-    let n = docker
-        .inspect_network(network, None)
+    crate::env::docker::network_gateways(network)
         .await
-        .with_context(|| format!("inspecting the network {network}"))?;
-    n.ipam
-        .and_then(|i| i.config)
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c.gateway)
-        .find_map(|g| g.parse::<std::net::Ipv4Addr>().ok())
-        .map(std::net::IpAddr::V4)
+        .with_context(|| format!("inspecting the network {network}"))?
+        .first()
+        .map(|g| std::net::IpAddr::V4(*g))
         .with_context(|| format!("the network {network} has no IPv4 gateway"))
 }
 

@@ -11,7 +11,8 @@
 //! A ledger's owner is recognised by its pid *and* its start time, so a
 //! reused pid does not keep a dead harness's faults alive.
 
-use super::cgroup::Placement;
+use super::cgroup::{CgroupError, Placement};
+use crate::env::docker::{self, DockerCallError};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -30,15 +31,24 @@ pub(crate) enum Record {
     DockerCpus { id: String, name: String },
 }
 
+/// Why a record could not be undone (it stays in its ledger).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum UndoError {
+    #[error(transparent)]
+    Cgroup(#[from] CgroupError),
+    #[error(transparent)]
+    Docker(#[from] DockerCallError),
+}
+
 impl Record {
     /// Undoes what the record says; returns what was done.
-    pub(crate) fn undo(&self) -> Result<String, String> {
+    pub(crate) fn undo(&self) -> Result<String, UndoError> {
         match self {
             Record::Cgroup(p) => {
                 if !p.is_left() {
                     return Ok(format!("{} (already gone)", p.dir.display()));
                 }
-                p.undo().map_err(|e| e.to_string())?;
+                p.undo()?;
                 Ok(format!("lifted: {}", p.describe()))
             }
             Record::Process { pid, start, name } => {
@@ -50,21 +60,34 @@ impl Record {
                 Ok(format!("killed {name} (process {pid}), left running"))
             }
             Record::DockerPaused { id, name } => {
-                if !super::docker::exists(id) {
-                    return Ok(format!("container {name} is gone"));
-                }
-                super::docker::docker_blocking(&["unpause", id])?;
-                Ok(format!("unpaused container {name} ({id})"))
+                Ok(match unless_gone("unpause", id, docker::unpause(id))? {
+                    false => format!("container {name} is gone"),
+                    true => format!("unpaused container {name} ({id})"),
+                })
             }
-            Record::DockerCpus { id, name } => {
-                if !super::docker::exists(id) {
-                    return Ok(format!("container {name} is gone"));
-                }
-                super::docker::docker_blocking(&["update", "--cpus", "0", id])?;
-                Ok(format!("lifted the CPU limit of container {name} ({id})"))
-            }
+            Record::DockerCpus { id, name } => Ok(
+                match unless_gone("update", id, docker::update_cpus(id, 0.0))? {
+                    false => format!("container {name} is gone"),
+                    true => format!("lifted the CPU limit of container {name} ({id})"),
+                },
+            ),
         }
     }
+}
+
+/// Runs `undo` on container `id` unless the container is gone (blocking);
+/// whether it ran. `what` names it should no runtime be had for it.
+fn unless_gone(
+    what: &str,
+    id: &str,
+    undo: impl std::future::Future<Output = Result<(), DockerCallError>> + Send,
+) -> Result<bool, DockerCallError> {
+    docker::blocking(what, async {
+        if !docker::exists(id).await {
+            return Ok(false);
+        }
+        undo.await.map(|()| true)
+    })
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -280,5 +303,74 @@ mod tests {
         assert!(process_start(me).is_some());
         assert_eq!(process_start(me), process_start(me));
         assert_eq!(process_start(u32::MAX - 1), None);
+    }
+
+    /// Container records as ledgers have always written them.
+    const PAUSED: &str = r#"{"docker_paused":{"id":"ID","name":"pool-az1"}}"#;
+    const CPUS: &str = r#"{"docker_cpus":{"id":"ID","name":"pool-az1"}}"#;
+
+    #[test]
+    fn container_records_keep_their_format() {
+        let paused = Record::DockerPaused {
+            id: "ID".into(),
+            name: "pool-az1".into(),
+        };
+        assert_eq!(serde_json::to_string(&paused).unwrap(), PAUSED);
+        let cpus: Record = serde_json::from_str(CPUS).unwrap();
+        assert_eq!(
+            cpus,
+            Record::DockerCpus {
+                id: "ID".into(),
+                name: "pool-az1".into()
+            }
+        );
+    }
+
+    /// A paused container with a CPU limit, recorded in the ledger format,
+    /// is unpaused and unlimited by the records' undo, called from inside a
+    /// runtime as a drop would; once it is gone, the undo says so. Skipped
+    /// without Docker or the Redis image, unless `HARNESS_REQUIRE_DOCKER=1`.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn container_records_are_undone() {
+        use testcontainers::core::WaitFor;
+        use testcontainers::runners::AsyncRunner;
+        use testcontainers::GenericImage;
+        let image = crate::env::containers::ContainerImages::resolve(None, None).redis;
+        if let Err(why) = crate::env::containers::check_these(&[&image]).await {
+            assert!(
+                std::env::var("HARNESS_REQUIRE_DOCKER").as_deref() != Ok("1"),
+                "HARNESS_REQUIRE_DOCKER=1 but: {why}"
+            );
+            println!("SKIPPED: {why}");
+            return;
+        }
+        let (name, tag) = crate::env::containers::split_image(&image);
+        let c = GenericImage::new(name, tag)
+            .with_wait_for(WaitFor::message_on_stdout("Ready to accept connections"))
+            .start()
+            .await
+            .unwrap();
+        let id = c.id().to_string();
+        docker::update_cpus(&id, 0.5).await.unwrap();
+        docker::pause(&id).await.unwrap();
+        assert_eq!(
+            docker::paused_and_nano_cpus(&id).await.unwrap(),
+            (true, 500_000_000)
+        );
+        let record =
+            |text: &str| -> Record { serde_json::from_str(&text.replace("ID", &id)).unwrap() };
+        let done = [record(PAUSED).undo().unwrap(), record(CPUS).undo().unwrap()];
+        assert_eq!(
+            done,
+            [
+                format!("unpaused container pool-az1 ({id})"),
+                format!("lifted the CPU limit of container pool-az1 ({id})")
+            ]
+        );
+        // Unpaused. (Whether the engine lifts the limit on `--cpus 0` is the
+        // engine's: Docker 20.10 keeps it, as `docker update --cpus 0` did.)
+        assert!(!docker::paused_and_nano_cpus(&id).await.unwrap().0);
+        c.rm().await.unwrap();
+        assert_eq!(record(PAUSED).undo().unwrap(), "container pool-az1 is gone");
     }
 }

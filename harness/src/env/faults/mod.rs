@@ -242,7 +242,7 @@ pub(crate) enum FaultError {
     #[error("no fault proxy in the path into {0} (the environment puts one there only for components a network fault names)")]
     NoFaultProxy(String),
     #[error(transparent)]
-    Docker(#[from] docker::DockerCliError),
+    Docker(#[from] crate::env::docker::DockerCallError),
 }
 
 /// A fault in force: what undoes it.

@@ -1,0 +1,304 @@
+//! The harness's one Docker client: bollard, as testcontainers re-exports
+//! it (testcontainers starts and removes the containers with it too).
+//! Every other call the harness makes to the engine goes through here:
+//! the engine's ping and the local images (`containers/`), a network's
+//! gateway address, and the generic faults on containers (`faults/`):
+//! pause, unpause, kill, start, and a CPU limit set and lifted.
+//!
+//! Each call is bounded (20 s; the ping 5 s) and fails with a
+//! [`DockerCallError`] that reads like the `docker` command line the harness
+//! once ran (`docker pause ID: Error response from daemon: ...`).
+//!
+//! [`blocking`] runs calls from synchronous code: the ledger's recovery at
+//! start-up, a second Ctrl-C, an injector's drop. It runs them on a thread of
+//! its own with a runtime of its own, so it may be called from inside an
+//! async task too (a runtime there would panic if blocked on directly).
+
+use std::future::Future;
+use std::time::Duration;
+use testcontainers::bollard::errors::Error as EngineError;
+use testcontainers::bollard::models::ContainerUpdateBody;
+use testcontainers::bollard::query_parameters::{ListContainersOptions, ListNetworksOptions};
+use testcontainers::bollard::Docker;
+
+/// How long one call may take.
+const ANSWER_WITHIN: Duration = Duration::from_secs(20);
+/// How long the engine's ping may take.
+const PING_WITHIN: Duration = Duration::from_secs(5);
+
+/// A call to the Docker engine that failed or did not answer; `call` is
+/// written as the `docker` command line that does the same.
+#[derive(Debug, thiserror::Error)]
+#[error("docker {call}: {why}")]
+pub struct DockerCallError {
+    call: String,
+    why: Why,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum Why {
+    #[error("no answer within {} s", ANSWER_WITHIN.as_secs())]
+    NoAnswer,
+    #[error("{}", engine_message(.0))]
+    Engine(EngineError),
+    #[error("no runtime for the call: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// The engine's refusal as the `docker` command line prints it.
+fn engine_message(e: &EngineError) -> String {
+    match e {
+        EngineError::DockerResponseServerError { message, .. } => {
+            format!("Error response from daemon: {message}")
+        }
+        e => e.to_string(),
+    }
+}
+
+/// Why the engine cannot be reached (`containers::DockerError` says it).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PingError {
+    #[error(transparent)]
+    Engine(EngineError),
+    #[error("no answer within {} s", PING_WITHIN.as_secs())]
+    NoAnswer,
+}
+
+/// The client, as configured by the environment (`DOCKER_HOST`, else the
+/// local socket). It connects lazily: this fails only on a bad address.
+fn connect() -> Result<Docker, EngineError> {
+    Docker::connect_with_local_defaults()
+}
+
+/// Runs `f` on a fresh client, bounded; `call` names it in an error.
+async fn call<T, F, Fut>(call: impl Into<String>, f: F) -> Result<T, DockerCallError>
+where
+    F: FnOnce(Docker) -> Fut,
+    Fut: Future<Output = Result<T, EngineError>>,
+{
+    let result = match connect() {
+        Err(e) => Err(Why::Engine(e)),
+        Ok(docker) => match tokio::time::timeout(ANSWER_WITHIN, f(docker)).await {
+            Err(_) => Err(Why::NoAnswer),
+            Ok(r) => r.map_err(Why::Engine),
+        },
+    };
+    result.map_err(|why| DockerCallError {
+        call: call.into(),
+        why,
+    })
+}
+
+/// Runs `fut` to its end from synchronous code, on a thread and a
+/// current-thread runtime of its own (see the module doc); `what` names it
+/// if no runtime can be built.
+pub(crate) fn blocking<T, Fut>(what: &str, fut: Fut) -> Result<T, DockerCallError>
+where
+    T: Send,
+    Fut: Future<Output = Result<T, DockerCallError>> + Send,
+{
+    std::thread::scope(|s| {
+        let worker = s.spawn(|| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| DockerCallError {
+                    call: what.to_string(),
+                    why: Why::Runtime(e),
+                })?
+                .block_on(fut)
+        });
+        worker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+/// Whether the engine answers its ping.
+pub(crate) async fn ping() -> Result<(), PingError> {
+    let docker = connect().map_err(PingError::Engine)?;
+    tokio::time::timeout(PING_WITHIN, docker.ping())
+        .await
+        .map_err(|_| PingError::NoAnswer)?
+        .map_err(PingError::Engine)?;
+    Ok(())
+}
+
+/// Whether `image` is in the local engine (`docker image inspect`).
+pub(crate) async fn image_exists(image: &str) -> bool {
+    call(format!("image inspect {image}"), |d| async move {
+        d.inspect_image(image).await
+    })
+    .await
+    .is_ok()
+}
+
+/// The IPv4 gateway addresses of `network` (`docker network inspect`).
+pub(crate) async fn network_gateways(
+    network: &str,
+) -> Result<Vec<std::net::Ipv4Addr>, DockerCallError> {
+    let n = call(format!("network inspect {network}"), |d| async move {
+        d.inspect_network(network, None).await
+    })
+    .await?;
+    Ok(n.ipam
+        .and_then(|i| i.config)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.gateway)
+        .filter_map(|g| g.parse().ok())
+        .collect())
+}
+
+/// Whether container `id` still exists (`docker inspect`); any failure
+/// counts as gone.
+pub(crate) async fn exists(id: &str) -> bool {
+    call(format!("inspect {id}"), |d| async move {
+        d.inspect_container(id, None).await
+    })
+    .await
+    .is_ok()
+}
+
+/// `docker pause ID`: the engine freezes the container's processes.
+pub(crate) async fn pause(id: &str) -> Result<(), DockerCallError> {
+    call(format!("pause {id}"), |d| async move {
+        d.pause_container(id).await
+    })
+    .await
+}
+
+/// `docker unpause ID`.
+pub(crate) async fn unpause(id: &str) -> Result<(), DockerCallError> {
+    call(format!("unpause {id}"), |d| async move {
+        d.unpause_container(id).await
+    })
+    .await
+}
+
+/// `docker kill ID` (SIGKILL, the engine's default).
+pub(crate) async fn kill(id: &str) -> Result<(), DockerCallError> {
+    call(format!("kill {id}"), |d| async move {
+        d.kill_container(id, None).await
+    })
+    .await
+}
+
+/// `docker start ID`.
+pub(crate) async fn start(id: &str) -> Result<(), DockerCallError> {
+    call(format!("start {id}"), |d| async move {
+        d.start_container(id, None).await
+    })
+    .await
+}
+
+/// `docker update --cpus CPUS ID`: a CPU limit of `cpus` CPUs; 0 lifts it.
+/// `cpus` is what the experiment wrote, in the call's name as the command
+/// line had it.
+pub(crate) async fn update_cpus(id: &str, cpus: f64) -> Result<(), DockerCallError> {
+    let body = ContainerUpdateBody {
+        nano_cpus: Some(nano_cpus(cpus)),
+        ..Default::default()
+    };
+    call(format!("update --cpus {cpus} {id}"), |d| async move {
+        d.update_container(id, body).await
+    })
+    .await
+}
+
+/// `--cpus` in the engine's unit, billionths of a CPU.
+fn nano_cpus(cpus: f64) -> i64 {
+    (cpus * 1e9).round() as i64
+}
+
+/// The names of every container (running or not) and network whose name
+/// starts with `prefix` (`docker ps -a`, `docker network ls`), for tests
+/// that check what a run left. Blocking.
+pub fn names_starting(prefix: &str) -> Result<Vec<String>, DockerCallError> {
+    blocking("ps -a", async {
+        let mut names = container_names("ps -a", None).await?;
+        let networks = call("network ls", |d| async move {
+            d.list_networks(None::<ListNetworksOptions>).await
+        })
+        .await?;
+        names.extend(networks.into_iter().filter_map(|n| n.name));
+        names.retain(|n| n.starts_with(prefix));
+        Ok(names)
+    })
+}
+
+/// The names of the paused containers (`docker ps -a --filter
+/// status=paused`), for tests. Blocking.
+pub fn paused_names() -> Result<Vec<String>, DockerCallError> {
+    blocking("ps -a --filter status=paused", async {
+        container_names("ps -a --filter status=paused", Some("paused")).await
+    })
+}
+
+/// Every container's names (without the leading `/`), of those in `status`
+/// when one is given.
+async fn container_names(what: &str, status: Option<&str>) -> Result<Vec<String>, DockerCallError> {
+    let options = ListContainersOptions {
+        all: true,
+        filters: status.map(|s| [("status".to_string(), vec![s.to_string()])].into()),
+        ..Default::default()
+    };
+    let list = call(
+        what,
+        |d| async move { d.list_containers(Some(options)).await },
+    )
+    .await?;
+    Ok(list
+        .into_iter()
+        .flat_map(|c| c.names.unwrap_or_default())
+        .map(|n| n.trim_start_matches('/').to_string())
+        .collect())
+}
+
+/// Whether container `id` is paused, and its CPU limit in billionths of a
+/// CPU (0: none), for tests.
+#[cfg(test)]
+pub(crate) async fn paused_and_nano_cpus(id: &str) -> Result<(bool, i64), DockerCallError> {
+    let c = call(format!("inspect {id}"), |d| async move {
+        d.inspect_container(id, None).await
+    })
+    .await?;
+    let paused = c.state.and_then(|s| s.paused).unwrap_or(false);
+    let nano = c.host_config.and_then(|h| h.nano_cpus).unwrap_or(0);
+    Ok((paused, nano))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpus_in_billionths() {
+        assert_eq!(nano_cpus(0.2), 200_000_000);
+        assert_eq!(nano_cpus(1.5), 1_500_000_000);
+        assert_eq!(nano_cpus(0.0), 0);
+    }
+
+    #[test]
+    fn errors_read_like_the_command_line() {
+        let e = DockerCallError {
+            call: "unpause abc".into(),
+            why: Why::Engine(EngineError::DockerResponseServerError {
+                status_code: 409,
+                message: "Container abc is not paused".into(),
+            }),
+        };
+        assert_eq!(
+            e.to_string(),
+            "docker unpause abc: Error response from daemon: Container abc is not paused"
+        );
+    }
+
+    /// A blocking call from inside a runtime does not panic (it runs on a
+    /// thread of its own).
+    #[tokio::test]
+    async fn blocking_inside_a_runtime() {
+        let r = blocking("nothing", async { Ok::<_, DockerCallError>(7) });
+        assert_eq!(r.unwrap(), 7);
+    }
+}
