@@ -6,7 +6,8 @@
 //! prints SKIPPED, unless `HARNESS_REQUIRE_KUBERNETES_VALIDATE=1` (as in
 //! `.ci/run`, which also pins the same version).
 
-use harness::commands::render::{k8s_to_dir, K8sArgs};
+use harness::cli::K8sArgs;
+use harness::commands::render::k8s_to_dir;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -247,7 +247,7 @@ fn what_virtual_time_cannot_run_is_refused_with_its_location() {
     assert!(e.contains("--environment containers"), "{e}");
 }
 
-/// `harness sweep --clock virtual --seeds N`: every seed of every cell runs,
+/// `harness sweep --clock virtual --runs-per-cell N`: every seed of every cell runs,
 /// two at once on their own threads, and the same sweep gives the same
 /// classes again (each run replays its seed, whatever ran beside it).
 #[test]
@@ -267,7 +267,7 @@ fn a_virtual_sweep_runs_every_seed_of_every_cell_and_replays() {
             "30..40:2".as_ref(),
             "--trigger".as_ref(),
             "timeline.2.fault.oversized_documents.count=1..3:2".as_ref(),
-            "--seeds".as_ref(),
+            "--runs-per-cell".as_ref(),
             "2".as_ref(),
             "--parallel".as_ref(),
             "2".as_ref(),

@@ -296,6 +296,63 @@ pub fn classify(
     }
 }
 
+/// `harness ablate FILE`: the plan stated and held to its budget, the runs,
+/// and each defect and fix classified, printed and written beside the report.
+pub fn cli(
+    args: crate::cli::AblateArgs,
+) -> Result<crate::base::exit::Finished, crate::base::exit::CliError> {
+    use crate::base::exit::{CliError, Finished};
+    let mut exp = super::run::load(&args.experiment, args.quick, args.seed)?;
+    super::run::apply_clock(&args.experiment, &mut exp, args.clock, args.without_alerts)?;
+    let plan =
+        plan(&exp, &args.before, &args.after).map_err(|e| CliError::new(format_args!("{e:#}")))?;
+    let est = args.clock.wall_estimate(estimate(&plan));
+    eprintln!(
+        "ablation of {}: {} fix groups ({}), {} runs, estimated {}",
+        exp.name,
+        plan.groups.len(),
+        plan.groups
+            .iter()
+            .map(|g| g.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        plan.experiment.variants.len(),
+        humantime::format_duration(std::time::Duration::from_secs(est.as_secs()))
+    );
+    crate::commands::budget::check(est, *args.budget, args.force, "use --quick")
+        .map_err(CliError::new)?;
+    let (rt, stop) = crate::base::interrupt::clock_runtime(args.clock)?;
+    let opts = crate::run::RunOptions {
+        out_dir: args.out,
+        clock: args.clock,
+        ..crate::run::RunOptions::default()
+    };
+    let outcome = rt
+        .block_on(crate::run::run(&plan.experiment, &opts, stop.clone()))
+        .map_err(|e| CliError::new(format_args!("{e:#}")))?;
+    let c = classify(
+        &plan.groups,
+        &plan.before,
+        &plan.after,
+        &results_of(&outcome.analysis),
+    );
+    print!("{}", run_report::ablation::ablation_table(&c));
+    let png = std::fs::read(outcome.report_dir.join("charts/waves.png")).ok();
+    run_report::ablation::write_ablation(
+        &outcome.report_dir,
+        &exp.name,
+        &c,
+        "index.html",
+        png.as_deref(),
+    )
+    .map_err(|e| CliError::new(format_args!("writing the ablation's page: {e}")))?;
+    eprintln!("ablation: {}/ablation.html", outcome.report_dir.display());
+    if outcome.interrupted {
+        return Ok(Finished::Interrupted);
+    }
+    Ok(Finished::Passed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,25 +2,7 @@
 //! and refuse plans over `--budget` unless forced: a user must never find
 //! out after an hour that a grid was bigger than meant.
 
-use std::path::PathBuf;
 use std::time::Duration;
-
-/// The arguments every plan of many runs shares (`sweep`, `threshold`).
-#[derive(clap::Args, Debug, Clone)]
-pub struct PlanArgs {
-    /// Refuse plans estimated to take longer than this (e.g. 30m).
-    #[arg(long, default_value = "30m")]
-    pub budget: humantime::Duration,
-    /// Run even when the estimate exceeds the budget.
-    #[arg(long)]
-    pub force: bool,
-    /// Report folder root; the plan goes to <OUT>/<experiment>-<command>/<run-id>/.
-    #[arg(long, default_value = "reports")]
-    pub out: PathBuf,
-    /// Base seed (default: the experiment's): the plan's runs use base, base + 1, ...
-    #[arg(long)]
-    pub seed: Option<u64>,
-}
 
 /// A duration as people read it, to the second.
 pub fn words(d: Duration) -> String {

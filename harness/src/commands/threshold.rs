@@ -16,6 +16,7 @@
 use crate::base::exit::{CliError, Finished};
 use crate::base::interrupt::StopSignal;
 use crate::base::run_id::RunFolder;
+use crate::cli::ThresholdArgs;
 use crate::commands::axis::{parse_span, Scale};
 use crate::commands::budget::words;
 use crate::experiment::tree::{parse_sets, set_path, to_yaml, with_sets, Source};
@@ -26,49 +27,9 @@ use run_report::threshold::{
     Outcome, Probe, ProbeCall, ProbeRun, ThresholdReport, VariantThreshold,
 };
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Command-line arguments of `harness threshold`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct ThresholdArgs {
-    /// The experiment file (YAML).
-    pub experiment: PathBuf,
-    /// The trigger value to search: `PATH[,PATH..]=LO..HI`, a dotted path of
-    /// the YAML tree (numeric segments index lists), e.g.
-    /// `quick.timeline.0.duration=0.5s..8s`. Both ends may carry a duration
-    /// unit (ms, s, m); integer ends search whole numbers. The second end is
-    /// the severe one: written high to low (`timeline.0.fault.cpu_limit.cpus=1..0.1`)
-    /// the search looks for the largest value that tips, for a trigger that
-    /// grows as its value falls (a CPU quota, a speed factor).
-    #[arg(long)]
-    pub trigger: String,
-    /// Seeds per probe (called by majority).
-    #[arg(long, default_value_t = 3)]
-    pub seeds: u32,
-    /// Search only this variant.
-    #[arg(long)]
-    pub variant: Option<String>,
-    /// Stop when the bracket is at most this share of HI - LO.
-    #[arg(long, default_value_t = 0.1)]
-    pub resolution: f64,
-    /// Fixed changes applied before the trigger value: `PATH=VALUE` (YAML), repeatable.
-    #[arg(long = "set", value_name = "PATH=VALUE")]
-    pub set: Vec<String>,
-    /// Run the full form instead of the quick form.
-    #[arg(long)]
-    pub full: bool,
-    #[command(flatten)]
-    pub plan: crate::commands::budget::PlanArgs,
-    /// Every probe's runs on this clock (`--clock virtual`: many seeds per
-    /// probe for the price of a few).
-    #[arg(long, value_enum, default_value = "real")]
-    pub clock: crate::base::clock::ClockKind,
-    /// With --clock virtual: leave the file's `alerts:` out, as for a run.
-    #[arg(long)]
-    pub without_alerts: bool,
-}
 
 /// A validated search.
 pub struct Search {
@@ -193,7 +154,7 @@ pub fn plan(a: &ThresholdArgs) -> anyhow::Result<Search> {
         scale,
         resolution: a.resolution,
         quick,
-        seeds: (0..u64::from(a.seeds))
+        seeds: (0..u64::from(a.runs_per_probe))
             .map(|k| base_seed.wrapping_add(k))
             .collect(),
         variants,
@@ -221,8 +182,8 @@ fn check_search(a: &ThresholdArgs, first: f64, second: f64) -> anyhow::Result<()
             a.resolution
         );
     }
-    if a.seeds == 0 || a.seeds > 25 {
-        anyhow::bail!("--seeds {}: between 1 and 25", a.seeds);
+    if a.runs_per_probe == 0 || a.runs_per_probe > 25 {
+        anyhow::bail!("--runs-per-probe {}: between 1 and 25", a.runs_per_probe);
     }
     Ok(())
 }
@@ -412,7 +373,7 @@ pub fn cli(args: ThresholdArgs) -> Result<Finished, CliError> {
         est,
         *args.plan.budget,
         args.plan.force,
-        "use fewer --seeds, a coarser --resolution",
+        "use fewer --runs-per-probe, a coarser --resolution",
     )
     .map_err(CliError::new)?;
     let folder = RunFolder::now(&args.plan.out, &format!("{}-threshold", s.name), s.seeds[0]);
@@ -481,12 +442,12 @@ mod tests {
             )
             .into(),
             trigger: trigger.into(),
-            seeds: 3,
+            runs_per_probe: 3,
             variant: None,
             resolution: 0.1,
             set: vec![],
             full: false,
-            plan: crate::commands::budget::PlanArgs {
+            plan: crate::cli::PlanArgs {
                 budget: "30m".parse().unwrap(),
                 force: false,
                 out: "reports".into(),

@@ -8,6 +8,7 @@
 //! file, line, column and field, and nothing runs before all of it passed.
 
 pub(crate) mod components;
+pub mod images;
 pub mod raw;
 pub(crate) mod sampling;
 pub mod schema;
@@ -57,7 +58,7 @@ pub struct Experiment {
     /// The file's text, for the report.
     pub source: String,
     /// The images `environment: containers` (or `--environment containers`) runs.
-    pub container_images: crate::env::containers::ContainerImages,
+    pub container_images: images::ContainerImages,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -76,9 +77,7 @@ pub enum Environment {
         metrics: Option<String>,
     },
     /// The system under test as containers (gateway, one pool per zone, Redis).
-    Containers {
-        images: crate::env::containers::ContainerImages,
-    },
+    Containers { images: images::ContainerImages },
 }
 
 /// The kinds of environment, as written in a file (`environment:`) and on

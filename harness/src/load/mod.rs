@@ -24,7 +24,6 @@
 //! arrivals, journeys and client as one lane on the run's one runtime, and
 //! counts the attempts' reports itself.
 
-mod async_client;
 pub(crate) mod client_policies;
 pub(crate) mod journey;
 mod lanes;

@@ -30,7 +30,8 @@ use tower::ServiceExt;
 const PIPE_BYTES: usize = 64 << 10;
 
 /// The peer address every in-process request carries (a loopback client).
-const PEER: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 1);
+pub(super) const PEER: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 1);
 
 /// A system's router, served in this runtime; cheap to clone.
 #[derive(Clone)]
@@ -78,36 +79,15 @@ impl InProcess {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use axum::routing::get;
 
-    fn echo_peer() -> InProcess {
+    pub(in crate::net) fn echo_peer() -> InProcess {
         InProcess::new(Router::new().route(
             "/peer",
             get(|ConnectInfo(p): ConnectInfo<SocketAddr>| async move { p.to_string() }),
         ))
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_pipe_carries_http_1_with_a_loopback_peer_on_a_paused_clock() {
-        let target = echo_peer();
-        let http = crate::net::http::HttpClient::in_process(target, 2);
-        for _ in 0..3 {
-            let a = http
-                .request(
-                    hyper::Method::GET,
-                    "/peer".parse().unwrap(),
-                    None,
-                    std::time::Duration::from_secs(1),
-                )
-                .await
-                .expect("an answer");
-            assert_eq!(a.status, 200);
-            assert_eq!(&a.body.unwrap()[..], PEER.to_string().as_bytes());
-        }
-        // Keep-alive: one connection served all three.
-        assert_eq!(http.connections_opened(), 1);
     }
 
     #[tokio::test(start_paused = true)]

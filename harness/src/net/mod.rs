@@ -5,3 +5,6 @@
 pub(crate) mod http;
 pub(crate) mod in_process;
 pub(crate) mod system_client;
+
+#[cfg(test)]
+mod tests;

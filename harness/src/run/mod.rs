@@ -22,7 +22,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub mod agent;
-mod agents;
 pub(crate) mod cost;
 pub(crate) mod residue;
 mod sampler;

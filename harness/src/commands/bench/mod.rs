@@ -37,19 +37,8 @@ mod server;
 mod wrk;
 
 use crate::base::exit::{CliError, Finished};
+use crate::cli::BenchStep;
 use std::time::Duration;
-
-/// One step of the benchmark (`--only`); `storm` is also how the memory step
-/// runs itself in a fresh process.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Step {
-    Storm,
-    Ceiling,
-    Openloop,
-    Hotpath,
-    Pages,
-    Instructions,
-}
 
 /// Targets of the issues ("Benchmarks"; the ceiling, CPU and connection
 /// targets are issue 17's).
@@ -98,12 +87,16 @@ impl Windows {
 
 /// The command: runs the steps, prints each result with its verdict.
 /// Exit 0 every target met, 1 a target missed, 2 a step failed to run.
-pub fn cli(quick: bool, only: Option<Step>, agents: Option<u32>) -> Result<Finished, CliError> {
+pub fn cli(
+    quick: bool,
+    only: Option<BenchStep>,
+    agents: Option<u32>,
+) -> Result<Finished, CliError> {
     // goose would install its own Ctrl-C handler, which only stops goose users;
     // here Ctrl-C should just end the benchmark.
     let _ = ctrlc::set_handler(|| std::process::exit(130));
     let w = Windows::new(quick);
-    if only == Some(Step::Storm) {
+    if only == Some(BenchStep::Storm) {
         return storm_here(&w);
     }
     let mut bench = Bench {
@@ -141,7 +134,7 @@ fn storm_here(w: &Windows) -> Result<Finished, CliError> {
 struct Bench {
     w: Windows,
     quick: bool,
-    only: Option<Step>,
+    only: Option<BenchStep>,
     agents: Option<u32>,
     verdicts: Vec<Verdict>,
     ceiling_rps: Option<f64>,
@@ -149,7 +142,7 @@ struct Bench {
 
 impl Bench {
     /// Is this step part of the run (`--only` names it, or names none)?
-    fn want(&self, s: Step) -> bool {
+    fn want(&self, s: BenchStep) -> bool {
         self.only.is_none_or(|o| o == s)
     }
 
@@ -167,9 +160,9 @@ impl Bench {
         );
     }
 
-    /// Step 4: peak RSS through a retry storm, in a child process.
+    /// BenchStep 4: peak RSS through a retry storm, in a child process.
     fn storm(&mut self) {
-        if !self.want(Step::Storm) {
+        if !self.want(BenchStep::Storm) {
             return;
         }
         section(&format!(
@@ -186,9 +179,9 @@ impl Bench {
         });
     }
 
-    /// Step 1: the load path's ceiling against wrk; remembers the harness's rate.
+    /// BenchStep 1: the load path's ceiling against wrk; remembers the harness's rate.
     fn ceiling(&mut self) {
-        if !self.want(Step::Ceiling) {
+        if !self.want(BenchStep::Ceiling) {
             return;
         }
         section(&format!(
@@ -204,10 +197,10 @@ impl Bench {
         });
     }
 
-    /// Step 5: a constant rate above the ceiling; then (`--agents N`) the ceiling
+    /// BenchStep 5: a constant rate above the ceiling; then (`--agents N`) the ceiling
     /// through load agents, informational unless it fails to run.
     fn openloop(&mut self) {
-        if !self.want(Step::Openloop) {
+        if !self.want(BenchStep::Openloop) {
             return;
         }
         let w = &self.w;
@@ -236,9 +229,9 @@ impl Bench {
         }
     }
 
-    /// Step 2: a cache hit through the system under test against a bare endpoint.
+    /// BenchStep 2: a cache hit through the system under test against a bare endpoint.
     fn hotpath(&mut self) {
-        if !self.want(Step::Hotpath) {
+        if !self.want(BenchStep::Hotpath) {
             return;
         }
         section(&format!(
@@ -251,9 +244,9 @@ impl Bench {
         });
     }
 
-    /// Step 3: page executor throughput (no target).
+    /// BenchStep 3: page executor throughput (no target).
     fn pages(&self) {
-        if !self.want(Step::Pages) {
+        if !self.want(BenchStep::Pages) {
             return;
         }
         section(&format!(
@@ -264,11 +257,11 @@ impl Bench {
         print_pages(&pages::run(self.w.pages_each));
     }
 
-    /// Step 6: instructions per attempt under callgrind: minutes, so the full run
+    /// BenchStep 6: instructions per attempt under callgrind: minutes, so the full run
     /// (or `--only instructions`) only.
     fn instructions(&mut self) {
-        if !(self.want(Step::Instructions)
-            && (!self.quick || self.only == Some(Step::Instructions)))
+        if !(self.want(BenchStep::Instructions)
+            && (!self.quick || self.only == Some(BenchStep::Instructions)))
         {
             return;
         }

@@ -6,24 +6,10 @@
 use super::collect;
 use super::plan::Job;
 use crate::base::exit::{CliError, Finished};
+use crate::cli::{CompareArgs, MergeArgs};
 use run_report::campaign::{CampaignPlan, CampaignRun, CampaignSpec, CampaignSummary};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-
-#[derive(clap::Args)]
-pub struct MergeArgs {
-    /// Folders holding run reports (searched 10 folders deep: a campaign's
-    /// folder, or several).
-    #[arg(required = true)]
-    pub dirs: Vec<PathBuf>,
-    /// Judge against this experiment file's `campaign:` (expectations over
-    /// runs, compared pairs); without it, before-fix against after-fix.
-    #[arg(long, value_name = "FILE")]
-    pub with: Option<PathBuf>,
-    /// Where the campaign's files go.
-    #[arg(long, default_value = "reports/merged-campaign")]
-    pub out: PathBuf,
-}
 
 pub(crate) fn cli(args: MergeArgs) -> Result<Finished, CliError> {
     let recorded = recorded_runs(&args.dirs)?;
@@ -54,16 +40,6 @@ pub(crate) fn cli(args: MergeArgs) -> Result<Finished, CliError> {
         &args.out,
         &CampaignSummary::build(plan, &spec, recorded.runs),
     )
-}
-
-/// `harness campaign compare A B`: do two sets of runs of one experiment
-/// (sequential and parallel, real and virtual time) agree?
-#[derive(clap::Args)]
-pub struct CompareArgs {
-    /// Folders of the first set (e.g. a sequential campaign).
-    pub a: PathBuf,
-    /// Folders of the second set.
-    pub b: PathBuf,
 }
 
 pub(crate) fn compare(args: CompareArgs) -> Result<Finished, CliError> {

@@ -19,7 +19,7 @@ use crate::commands::budget::words;
 use run_report::campaign::{CampaignSummary, RunStatus};
 use std::path::{Path, PathBuf};
 
-pub use plan::{CampaignArgs, CampaignCommand, TableArgs};
+use crate::cli::{CampaignArgs, CampaignCommand, TableArgs};
 
 /// `harness campaign table FILE...`: each recorded campaign context's
 /// figures as the Markdown table the documents carry, so nobody types them.

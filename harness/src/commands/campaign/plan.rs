@@ -2,85 +2,13 @@
 //! long that should take (stated first, refused over `--budget`).
 
 use crate::base::exit::CliError;
+use crate::cli::CampaignArgs;
 use crate::commands::budget::words;
 use crate::experiment::{self, Experiment};
 use run_report::campaign::{CampaignPlan, CampaignRun, CampaignSummary};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-#[derive(clap::Args)]
-#[command(args_conflicts_with_subcommands = true)]
-pub struct CampaignArgs {
-    #[command(subcommand)]
-    pub command: Option<CampaignCommand>,
-    /// The experiment file.
-    pub experiment: Option<PathBuf>,
-    /// Seeds: `1..10` (inclusive) or `1,4,7` (default: the file's
-    /// `campaign.seeds`, else 1..5).
-    #[arg(long)]
-    pub seeds: Option<String>,
-    /// Runs of each seed (a repeat runs the same seed again: what differs
-    /// is the scheduling, which a chaotic system amplifies).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub repeat: u32,
-    /// Runs at once (default: chosen from the machine's cores).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub parallel: Option<u32>,
-    /// Only these variants (repeatable; default: all).
-    #[arg(long)]
-    pub variant: Vec<String>,
-    /// The experiment's quick form.
-    #[arg(long)]
-    pub quick: bool,
-    /// Split each run's load over N load agents (as `harness FILE --agents
-    /// N`); `campaign compare` then tells whether N agents measure what one
-    /// does.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub agents: Option<u32>,
-    /// Every run on this clock (as `harness FILE --clock virtual`).
-    #[arg(long, value_enum, default_value = "real")]
-    pub clock: crate::base::clock::ClockKind,
-    /// With --clock virtual: every run leaves the file's `alerts:` out (as
-    /// `harness FILE --without-alerts`).
-    #[arg(long)]
-    pub without_alerts: bool,
-    /// Refuse plans estimated to take longer than this.
-    #[arg(long, default_value = "60m")]
-    pub budget: humantime::Duration,
-    /// Run even when the estimate exceeds the budget.
-    #[arg(long)]
-    pub force: bool,
-    /// Report folder root; the campaign goes to <OUT>/<experiment>-campaign/<id>/.
-    #[arg(long, default_value = "reports")]
-    pub out: PathBuf,
-    /// Continue the campaign in DIR (its plan.json): judged runs are kept;
-    /// interrupted, errored and missing ones run.
-    #[arg(long, value_name = "DIR")]
-    pub resume: Option<PathBuf>,
-}
-
-#[derive(clap::Subcommand)]
-pub enum CampaignCommand {
-    /// Builds a campaign from recorded runs (other machines, the nightly,
-    /// a Kubernetes Indexed Job): every summary.json under the folders.
-    Merge(super::merge::MergeArgs),
-    /// Whether two sets of runs of one experiment agree (e.g. sequential
-    /// against parallel): Fisher's and Mann–Whitney's tests per variant,
-    /// Holm-corrected; exits 1 when they differ.
-    Compare(super::merge::CompareArgs),
-    /// Prints a recorded campaign's figures (a `context.json`, or a
-    /// committed `experiments/campaigns/NAME.json`) as a Markdown table with
-    /// its date and commit, for the documents.
-    Table(TableArgs),
-}
-
-#[derive(clap::Args)]
-pub struct TableArgs {
-    /// Campaign contexts (`context.json` files).
-    #[arg(required = true)]
-    pub contexts: Vec<PathBuf>,
-}
 
 /// What `--resume` needs to run the same campaign again: written first.
 #[derive(Debug, Clone, Serialize, Deserialize)]

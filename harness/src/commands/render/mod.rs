@@ -9,50 +9,8 @@ mod readme;
 mod run_jobs;
 pub mod seeds;
 
+use crate::cli::K8sArgs;
 use std::path::{Path, PathBuf};
-
-#[derive(clap::Subcommand)]
-pub enum RenderCommand {
-    /// Kubernetes manifests: namespace, the system per variant (pools,
-    /// gateway, Redis), the coordinator Job + Service, the agents as an
-    /// Indexed Job, NetworkPolicies, and a README with the kubectl steps.
-    K8s(K8sArgs),
-}
-
-#[derive(clap::Args)]
-pub struct K8sArgs {
-    /// The experiment file (YAML).
-    pub experiment: PathBuf,
-    /// Load agents per variant (the Indexed Job's completions).
-    #[arg(long, default_value_t = 1)]
-    pub agents: u32,
-    #[arg(long, default_value = "overload-harness")]
-    pub namespace: String,
-    /// Output folder (created; existing manifests in it are replaced).
-    #[arg(long)]
-    pub out: PathBuf,
-    /// Render the experiment's quick form.
-    #[arg(long)]
-    pub quick: bool,
-    /// The image holding `sut` and `harness` (ci/images.sh builds it as
-    /// overload-harness/sut:local; push it under a name the cluster pulls).
-    #[arg(long, default_value = crate::env::containers::DEFAULT_SUT_IMAGE)]
-    pub image: String,
-    #[arg(long, default_value = crate::env::containers::DEFAULT_REDIS_IMAGE)]
-    pub redis_image: String,
-    /// A campaign instead of one run: per variant an Indexed Job of one
-    /// self-contained run per seed (`1..20` or `1,4,7`); the pod's
-    /// `JOB_COMPLETION_INDEX` picks its seed.
-    #[arg(long)]
-    pub seeds: Option<String>,
-    /// With --seeds: pods of a variant running at once.
-    #[arg(long, default_value_t = 10, requires = "seeds")]
-    pub parallel: u32,
-    /// With --seeds: the image of the pod that mounts the reports for
-    /// `kubectl cp` (it needs `tar`).
-    #[arg(long, default_value = "debian:bookworm-slim", requires = "seeds")]
-    pub reader_image: String,
-}
 
 /// Renders and writes every file; returns the paths written.
 pub fn k8s_to_dir(args: &K8sArgs) -> Result<Vec<PathBuf>, k8s::RenderError> {

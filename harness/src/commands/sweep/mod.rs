@@ -18,7 +18,8 @@
 pub mod grid;
 pub mod plan;
 
-pub use plan::{estimate, plan, CellRuns, Plan, SweepArgs, LOAD_PATH};
+use crate::cli::SweepArgs;
+pub use plan::{estimate, plan, CellRuns, Plan, LOAD_PATH};
 
 use crate::base::exit::{CliError, Finished};
 use crate::base::interrupt::cli_runtime;
@@ -56,7 +57,7 @@ pub fn grid_of(
         set: plan.sets.clone(),
         variants: plan.variants.clone(),
         base_seed: plan.base_seed,
-        seeds_per_cell: plan.runs.seeds.max(1),
+        seeds_per_cell: plan.runs.runs_per_cell.max(1),
         clock: plan.runs.clock.name().to_string(),
         estimated_s: estimated.as_secs(),
         wall_s: wall.as_secs_f64(),
@@ -110,7 +111,7 @@ pub fn cli(args: SweepArgs) -> Result<Finished, CliError> {
         plan.loads.values.len(),
         plan.trigger.range.values.len(),
         plan.cells.len(),
-        plan.runs.seeds,
+        plan.runs.runs_per_cell,
         plan.variants.len(),
         plan.variants.join(", "),
         words(plan.duration),

@@ -3,62 +3,16 @@
 //! a cell is checked exactly like a file a user wrote).
 
 use crate::base::clock::ClockKind;
+use crate::cli::SweepArgs;
 use crate::commands::axis::{parse_range, parse_trigger, Range, Trigger};
 use crate::experiment::tree::{parse_sets, set_path, to_yaml, with_sets, Source};
 use crate::experiment::{self, Experiment};
 use anyhow::Context;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-/// Where `--load` goes in the experiment tree.
-pub const LOAD_PATH: &str = "workload.arrival.constant.capacity";
-
-/// Command-line arguments of `harness sweep`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct SweepArgs {
-    /// The experiment file (YAML); its quick form is run in every cell.
-    pub experiment: PathBuf,
-    /// Loads (share of capacity): `FROM..TO:STEPS`, e.g. 0.3..0.9:7.
-    #[arg(long, default_value = "0.3..0.9:7")]
-    pub load: String,
-    /// Where the load goes in the YAML tree (a dotted path, as for
-    /// `--trigger`): for an experiment whose arrivals step up, e.g.
-    /// `workload.arrival.steps.1.capacity`.
-    #[arg(long, default_value = LOAD_PATH)]
-    pub load_path: String,
-    /// The trigger axis: `PATH[,PATH..]=FROM..TO:STEPS`, a dotted path in the
-    /// YAML tree (numeric segments index lists), e.g.
-    /// `quick.timeline.1.fault.oversized_documents.count=1..8:5`. Several
-    /// comma-separated paths all get the same value.
-    #[arg(long)]
-    pub trigger: String,
-    /// Fixed changes applied to every cell before the grid values:
-    /// `PATH=VALUE` (VALUE is YAML: `4s`, `30`, `true`), repeatable, e.g.
-    /// `--set quick.timeline.2.at=4s`.
-    #[arg(long = "set", value_name = "PATH=VALUE")]
-    pub set: Vec<String>,
-    /// Map only this variant.
-    #[arg(long)]
-    pub variant: Option<String>,
-    /// Cells run at once (each starts its own system on its own port; in
-    /// virtual time each on its own thread).
-    #[arg(long, default_value_t = 1)]
-    pub parallel: usize,
-    /// Runs per cell, each with its own seed: the map shows each cell's
-    /// most common class and how many of its runs came back.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub seeds: u32,
-    /// Every cell's runs on this clock (`--clock virtual`: maps of
-    /// thousands of runs in minutes).
-    #[arg(long, value_enum, default_value = "real")]
-    pub clock: crate::base::clock::ClockKind,
-    /// With --clock virtual: leave the file's `alerts:` out, as for a run.
-    #[arg(long)]
-    pub without_alerts: bool,
-    #[command(flatten)]
-    pub plan: crate::commands::budget::PlanArgs,
-}
+pub use crate::cli::LOAD_PATH;
 
 /// How each cell runs: its seeds and its clock.
 #[derive(Debug, Clone, Copy, Default)]
@@ -66,7 +20,7 @@ pub struct CellRuns {
     /// The first cell's first seed (`None`: the file's).
     pub base_seed: Option<u64>,
     /// Runs per cell (at least one).
-    pub seeds: u32,
+    pub runs_per_cell: u32,
     pub clock: crate::base::clock::ClockKind,
     /// Leave `alerts:` out of every cell (virtual time).
     pub without_alerts: bool,
@@ -77,7 +31,7 @@ impl CellRuns {
     pub fn of(args: &SweepArgs) -> CellRuns {
         CellRuns {
             base_seed: args.plan.seed,
-            seeds: args.seeds.max(1),
+            runs_per_cell: args.runs_per_cell.max(1),
             clock: args.clock,
             without_alerts: args.without_alerts,
         }
@@ -236,8 +190,8 @@ struct Axes<'a> {
 
 impl Axes<'_> {
     /// Every cell, row by row (trigger value, then load), each the file with
-    /// `sets` and its two values, validated, with `runs.seeds` seeds from
-    /// `base_seed` + its index x `runs.seeds`.
+    /// `sets` and its two values, validated, with `runs.runs_per_cell` seeds from
+    /// `base_seed` + its index x `runs.runs_per_cell`.
     fn cells(
         &self,
         src: &Source,
@@ -261,7 +215,7 @@ impl Axes<'_> {
                 );
                 let mut e =
                     experiment::parse(&text, &label, true).map_err(|e| anyhow::anyhow!("{e}"))?;
-                let n = u64::from(runs.seeds.max(1));
+                let n = u64::from(runs.runs_per_cell.max(1));
                 let seeds: Vec<u64> = (0..n)
                     .map(|k| base_seed.wrapping_add(index as u64 * n + k))
                     .collect();
@@ -396,7 +350,7 @@ mod tests {
         let trigger = "quick.timeline.1.fault.oversized_documents.count=1..8:2";
         let runs = CellRuns {
             base_seed: Some(100),
-            seeds: 3,
+            runs_per_cell: 3,
             clock: ClockKind::Virtual,
             without_alerts: true,
         };

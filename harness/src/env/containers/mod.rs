@@ -28,6 +28,7 @@ mod paths;
 mod proxy;
 
 use crate::env::faults::fault_proxy::FaultProxy;
+pub use crate::experiment::images::{ContainerImages, DEFAULT_REDIS_IMAGE, DEFAULT_SUT_IMAGE};
 use anyhow::{bail, Context};
 use paths::PoolPath;
 use std::collections::{BTreeMap, BTreeSet};
@@ -41,10 +42,6 @@ use testcontainers::core::{IntoContainerPort, WaitFor};
 use testcontainers::runners::AsyncRunner;
 use testcontainers::{ContainerAsync, GenericImage, ImageExt};
 
-pub const DEFAULT_SUT_IMAGE: &str = "overload-harness/sut:local";
-pub const DEFAULT_REDIS_IMAGE: &str = "overload-harness/redis:local";
-pub const DEFAULT_HAPROXY_IMAGE: &str = "overload-harness/haproxy:local";
-pub const DEFAULT_NGINX_IMAGE: &str = "overload-harness/nginx:local";
 /// The port every sut process listens on inside its container.
 pub(crate) const SUT_PORT: u16 = 8080;
 pub(crate) const REDIS_PORT: u16 = 6379;
@@ -76,42 +73,6 @@ pub(crate) fn sut_args(config: &str, role: &str, zone: Option<&str>) -> Vec<Stri
 }
 
 pub(crate) const STARTUP: Duration = Duration::from_secs(60);
-
-/// Which images to run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContainerImages {
-    pub sut: String,
-    pub redis: String,
-    /// A proxy gateway's images (`ci/images.sh` builds both where the
-    /// binaries are installed).
-    pub haproxy: String,
-    pub nginx: String,
-}
-
-impl ContainerImages {
-    /// The experiment's choice, else the environment's, else the local defaults.
-    pub fn resolve(sut: Option<String>, redis: Option<String>) -> ContainerImages {
-        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-        ContainerImages {
-            sut: sut
-                .or_else(|| var("HARNESS_SUT_IMAGE"))
-                .unwrap_or_else(|| DEFAULT_SUT_IMAGE.into()),
-            redis: redis
-                .or_else(|| var("HARNESS_REDIS_IMAGE"))
-                .unwrap_or_else(|| DEFAULT_REDIS_IMAGE.into()),
-            haproxy: var("HARNESS_HAPROXY_IMAGE").unwrap_or_else(|| DEFAULT_HAPROXY_IMAGE.into()),
-            nginx: var("HARNESS_NGINX_IMAGE").unwrap_or_else(|| DEFAULT_NGINX_IMAGE.into()),
-        }
-    }
-
-    /// The image a proxy gateway runs.
-    pub(crate) fn proxy(&self, p: &sut::config::ProxyConfig) -> &str {
-        match p {
-            sut::config::ProxyConfig::Haproxy { .. } => &self.haproxy,
-            sut::config::ProxyConfig::Nginx { .. } => &self.nginx,
-        }
-    }
-}
 
 /// `name:tag` split for testcontainers (a missing tag is `latest`).
 pub(crate) fn split_image(image: &str) -> (String, String) {

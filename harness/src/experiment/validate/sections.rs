@@ -131,9 +131,9 @@ fn target_url(
 }
 
 /// The images `environment: containers` (or `--environment containers`) runs.
-pub(super) fn container_images(raw: &RawExperiment) -> crate::env::containers::ContainerImages {
+pub(super) fn container_images(raw: &RawExperiment) -> crate::experiment::images::ContainerImages {
     let c = raw.containers.as_ref();
-    crate::env::containers::ContainerImages::resolve(
+    crate::experiment::images::ContainerImages::resolve(
         c.and_then(|c| c.sut_image.clone()),
         c.and_then(|c| c.redis_image.clone()),
     )

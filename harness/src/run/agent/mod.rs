@@ -21,35 +21,15 @@ pub mod protocol;
 pub mod shard;
 
 use crate::base::interrupt::StopSignal;
+use crate::cli::AgentArgs;
 use crate::load::Capacity;
 use crate::load::{LoadPlan, LoadWindow};
 use crate::observe::recorder::{Event, Recorder};
 use anyhow::{bail, Context};
 use protocol::{Finished, Hello, Plan, Report};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::time::Instant;
-
-#[derive(clap::Args, Debug, Clone)]
-pub struct AgentArgs {
-    /// The experiment file: the same one, in the same form, as the coordinator's.
-    pub experiment: PathBuf,
-    /// The coordinator's agent API, e.g. http://127.0.0.1:7070.
-    #[arg(long)]
-    pub coordinator: String,
-    /// This agent's shard; default: $JOB_COMPLETION_INDEX (a Kubernetes
-    /// Indexed Job's pod index).
-    #[arg(long)]
-    pub shard: Option<u32>,
-    /// How many agents share the load.
-    #[arg(long)]
-    pub of: u32,
-    #[arg(long)]
-    pub quick: bool,
-    #[arg(long)]
-    pub seed: Option<u64>,
-}
 
 /// How long an agent waits for a coordinator that is not up yet (a pod
 /// started before the coordinator's Service answers).
@@ -292,4 +272,14 @@ async fn report_loop(
             return Ok(());
         }
     }
+}
+
+/// `harness agent`: one load agent, until its coordinator's run ends.
+pub fn cli(
+    args: crate::cli::AgentArgs,
+) -> Result<crate::base::exit::Finished, crate::base::exit::CliError> {
+    let (rt, stop) = crate::base::interrupt::cli_runtime()?;
+    rt.block_on(crate::run::agent::run(args, stop))
+        .map_err(|e| crate::base::exit::CliError::Line(format!("harness agent: error: {e:#}")))?;
+    Ok(crate::base::exit::Finished::Passed)
 }

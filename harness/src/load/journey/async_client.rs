@@ -15,7 +15,7 @@
 //! attempt's latency runs from the submission to the answer; the caller cuts
 //! it off at the variant's end like any attempt.
 
-use crate::load::journey::{answer, post, transport, Attempt, JourneyContext};
+use super::{answer, post, transport, Attempt, JourneyContext};
 use crate::load::workload::Document;
 use crate::observe::recorder::AttemptOutcome;
 use bytes::Bytes;

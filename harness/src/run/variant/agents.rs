@@ -2,13 +2,13 @@
 //! (this process, or containers on the variant's network), and the drive
 //! that hands them their shards.
 
-use super::variant::Clock;
-use super::AgentOptions;
+use super::Clock;
 use crate::env::Target;
 use crate::experiment::{Experiment, Variant};
 use crate::load::Capacity;
 use crate::load::{self, LoadPlan};
 use crate::run::agent::coordinator::Coordinator;
+use crate::run::AgentOptions;
 use anyhow::Context;
 use std::time::Duration;
 

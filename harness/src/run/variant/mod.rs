@@ -1,6 +1,7 @@
 //! One variant's run against its started target, in phases ([`VariantDrive`]).
 
-use super::agents::{drive_agents, join_agents};
+mod agents;
+
 use super::sampler::Sampler;
 use super::RunOptions;
 use crate::base::interrupt::StopSignal;
@@ -14,6 +15,7 @@ use crate::load::{plan_documents, Capacity};
 use crate::observe::recorder::Recorder;
 use crate::observe::scrape::Scrape;
 use crate::run::agent::coordinator::Coordinator;
+use agents::{drive_agents, join_agents};
 use anyhow::Context;
 use run_report::{Second, TimelineEvent, TriggerSpan, VariantRun};
 use std::collections::BTreeMap;

@@ -8,6 +8,8 @@
 //! in flight at the cut is reported to goose as a failure and counted by the
 //! recorder as cut off, so goose's request count covers every attempt sent.
 
+mod async_client;
+
 use crate::experiment::Submission;
 use crate::load::client_policies::ClientPolicies;
 use crate::load::workload::Document;
@@ -354,7 +356,7 @@ async fn send(ctx: &JourneyContext, doc: &Document, body: &Bytes) -> (Attempt, O
             // Boxed: its two requests and its pause make the async attempt
             // the larger future, and inline it would size every journey's
             // task by it, the synchronous ones too (moved whole when spawned).
-            Box::pin(crate::load::async_client::attempt(
+            Box::pin(async_client::attempt(
                 ctx,
                 doc,
                 body,

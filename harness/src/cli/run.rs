@@ -1,0 +1,67 @@
+//! `harness FILE`: one run of an experiment's variants.
+
+use crate::base::clock::ClockKind;
+use crate::experiment::EnvironmentKind;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Clone)]
+pub struct RunArgs {
+    /// The experiment file (YAML).
+    pub experiment: Option<PathBuf>,
+    /// Report folder root; the run goes to <OUT>/<experiment>/<run-id>/.
+    #[arg(long, default_value = "reports")]
+    pub out: PathBuf,
+    /// The experiment's short form (its `quick:` section), for CI.
+    #[arg(long)]
+    pub quick: bool,
+    /// Override the experiment's seed.
+    #[arg(long, conflicts_with = "seeds")]
+    pub seed: Option<u64>,
+    /// Run one seed of this list (`1..20` or `1,4,7`): the one at
+    /// --seed-index, else at $JOB_COMPLETION_INDEX (a pod of the Indexed
+    /// Job of `render k8s --seeds`).
+    #[arg(long, value_name = "SPEC")]
+    pub seeds: Option<String>,
+    /// With --seeds: which of them (from 0).
+    #[arg(long, value_name = "I", requires = "seeds")]
+    pub seed_index: Option<String>,
+    /// Run only this variant.
+    #[arg(long)]
+    pub variant: Option<String>,
+    /// No progress bar, one summary line per variant.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Print the summary JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Run in this environment instead of the file's: embedded or containers
+    /// (containers needs the images of `ci/images.sh`).
+    #[arg(long, value_enum)]
+    pub environment: Option<EnvironmentKind>,
+    /// Split each variant's load over N load agents, child processes that
+    /// each drive shard k mod N of the seeded schedule and report to this run.
+    #[arg(long, value_name = "N")]
+    pub agents: Option<u32>,
+    /// Wait for the agents on this address instead of starting them (they
+    /// run `harness agent` elsewhere, e.g. the Indexed Job of `render k8s`).
+    #[arg(long, value_name = "ADDR", requires = "agents")]
+    pub agent_listen: Option<std::net::SocketAddr>,
+    /// Drive the variant's system already running at URL (deployed from this
+    /// file, e.g. by `harness render k8s`) instead of starting one; needs
+    /// --variant when the file has more than one.
+    #[arg(long, value_name = "URL")]
+    pub deployed: Option<String>,
+    /// Allow --deployed and --agent-listen beyond loopback.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Real time (the default), or virtual time: tokio's paused clock, one
+    /// thread, the system reached in process; deterministic from the seed
+    /// and as fast as the CPU allows (embedded environment only).
+    #[arg(long, value_enum, default_value = "real")]
+    pub clock: ClockKind,
+    /// With --clock virtual: leave the file's `alerts:` out (a real
+    /// Prometheus cannot run on the virtual clock); the alert metrics read
+    /// n/a, and an expectation on them fails as not measured.
+    #[arg(long)]
+    pub without_alerts: bool,
+}

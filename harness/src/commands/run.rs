@@ -1,0 +1,222 @@
+//! `harness FILE`: one run of an experiment's variants, from the command
+//! line's options (seed, clock, environment, agents) to the summary printed
+//! on stderr. `report` and `ablate` share its loading and summary.
+
+use crate::base::clock::ClockKind;
+use crate::base::exit::{CliError, Finished};
+use crate::cli::RunArgs;
+use crate::experiment::{self, Experiment};
+use crate::run::{self, RunOptions};
+use run_report::Metric;
+use std::path::{Path, PathBuf};
+
+pub fn cli(path: PathBuf, args: RunArgs) -> Result<Finished, CliError> {
+    let mut exp = load(&path, args.quick, chosen_seed(&args)?)?;
+    if args.clock.is_virtual() {
+        let containers = args.environment == Some(experiment::EnvironmentKind::Containers);
+        let flags = (args.agents.is_some(), args.deployed.is_some(), containers);
+        if let Some(why) = crate::base::clock::refuse_flags(flags.0, flags.1, flags.2) {
+            return Err(CliError::new(why));
+        }
+    }
+    apply_clock(&path, &mut exp, args.clock, args.without_alerts)?;
+    if let Some(env) = &args.environment {
+        exp.set_environment(*env).map_err(CliError::new)?;
+    }
+    let (rt, stop) = crate::base::interrupt::clock_runtime(args.clock)?;
+    let agents = agent_options(&path, &exp, &args).map_err(CliError::new)?;
+    let opts = RunOptions {
+        out_dir: args.out.clone(),
+        quiet: args.quiet,
+        variant: args.variant.clone(),
+        agents,
+        deployed: args.deployed.clone(),
+        context: crate::commands::campaign::recorded_context(&path, &exp),
+        clock: args.clock,
+    };
+    let outcome = rt
+        .block_on(run::run(&exp, &opts, stop.clone()))
+        .map_err(|e| CliError::new(format_args!("{e:#}")))?;
+    print_summary(&outcome, args.quiet);
+    if args.json {
+        println!(
+            "{}",
+            run_report::summary_json(&outcome.run, &outcome.analysis)
+        );
+    }
+    if outcome.interrupted {
+        eprintln!(
+            "interrupted: {}; the report holds what was measured",
+            stop.reason().unwrap_or_default()
+        );
+        return Ok(Finished::Interrupted);
+    }
+    Ok(Finished::passed_if(outcome.analysis.all_passed))
+}
+
+/// `--seed`, or the `--seed-index`-th (else `$JOB_COMPLETION_INDEX`-th) of `--seeds`.
+fn chosen_seed(args: &RunArgs) -> Result<Option<u64>, CliError> {
+    let Some(spec) = &args.seeds else {
+        return Ok(args.seed);
+    };
+    let index = match &args.seed_index {
+        Some(i) => i.clone(),
+        None => std::env::var("JOB_COMPLETION_INDEX")
+            .map_err(|_| CliError::new("--seeds needs --seed-index or $JOB_COMPLETION_INDEX"))?,
+    };
+    experiment::seed_at_index(spec, &index)
+        .map(Some)
+        .map_err(|e| CliError::new(format_args!("--seeds: {e}")))
+}
+
+/// `--clock` and `--without-alerts` on `exp` (from `path`): what virtual
+/// time cannot run in the file refused at its line and column, before
+/// anything runs; `alerts:` left out when asked.
+pub(crate) fn apply_clock(
+    path: &Path,
+    exp: &mut Experiment,
+    clock: ClockKind,
+    without_alerts: bool,
+) -> Result<(), CliError> {
+    if without_alerts && !clock.is_virtual() {
+        return Err(CliError::new(
+            "--without-alerts is for --clock virtual only",
+        ));
+    }
+    if clock.is_virtual() {
+        experiment::check_virtual_clock(&exp.source, &path.display().to_string(), without_alerts)
+            .map_err(CliError::new)?;
+    }
+    if without_alerts {
+        exp.leave_out_alerts(crate::base::clock::WITHOUT_ALERTS);
+    }
+    Ok(())
+}
+
+/// `--agents`, `--agent-listen`, `--deployed`: checked before anything runs.
+fn agent_options(
+    path: &Path,
+    exp: &Experiment,
+    args: &RunArgs,
+) -> Result<Option<run::AgentOptions>, String> {
+    use crate::run::agent::coordinator::AgentSource;
+    let loopback = |host: Option<&str>| {
+        host.is_some_and(|h| {
+            h == "localhost"
+                || h.trim_matches(['[', ']'])
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        })
+    };
+    if let Some(url) = &args.deployed {
+        let u = reqwest::Url::parse(url).map_err(|e| format!("--deployed {url}: {e}"))?;
+        if !loopback(u.host_str()) && !args.allow_remote {
+            return Err(format!("--deployed {url} is not a loopback address; load goes to this machine only unless --allow-remote"));
+        }
+        let chosen = exp
+            .variants
+            .iter()
+            .filter(|v| args.variant.as_ref().is_none_or(|n| n == &v.name))
+            .count();
+        if chosen != 1 {
+            return Err("--deployed drives one variant's system: name it with --variant".into());
+        }
+    }
+    let Some(count) = args.agents else {
+        return Ok(None);
+    };
+    if !(1..=1000).contains(&count) {
+        return Err(format!("--agents must be between 1 and 1000, not {count}"));
+    }
+    if let experiment::Environment::External { .. } = exp.environment {
+        if args.deployed.is_none() {
+            return Err("--agents with an external target is not supported: the agents drive a system this run starts or --deployed names".into());
+        }
+    }
+    let (listen, source, join) = match args.agent_listen {
+        Some(addr) => {
+            if !addr.ip().is_loopback() && !args.allow_remote {
+                return Err(format!("--agent-listen {addr} is not a loopback address; agents elsewhere need --allow-remote"));
+            }
+            (
+                addr,
+                AgentSource::Remote,
+                std::time::Duration::from_secs(300),
+            )
+        }
+        None => (
+            std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            AgentSource::Children {
+                experiment: path.to_path_buf(),
+                quick: exp.quick,
+                seed: exp.seed,
+            },
+            std::time::Duration::from_secs(30),
+        ),
+    };
+    Ok(Some(run::AgentOptions {
+        count,
+        source,
+        listen,
+        join_timeout: join,
+    }))
+}
+
+pub(crate) fn print_summary(o: &run::RunOutcome, quiet: bool) {
+    let a = &o.analysis;
+    for v in &a.variants {
+        let m = |k| v.metrics.get(k).unwrap_or(f64::NAN);
+        eprintln!(
+            "{:>12}: {} | waves {} | peak failure {:.2} | amplification peak {:.2} mean {:.2} | duplicate compute {:.1}% | cache writes lost {} | lost documents {} | incorrect results {}",
+            v.name,
+            v.verdict.label(),
+            m(Metric::Waves),
+            m(Metric::PeakFailureRatio),
+            m(Metric::AmplificationPeak),
+            m(Metric::AmplificationMean),
+            m(Metric::DuplicateComputeShare) * 100.0,
+            m(Metric::CacheWritesLost),
+            m(Metric::LostDocuments),
+            m(Metric::IncorrectResults),
+        );
+        if !quiet || v.verdict.is_bad() {
+            eprintln!("{:>12}  {}", "", v.verdict.explanation());
+        }
+    }
+    if let Some(t) = &o.run.timing {
+        eprintln!(
+            "clock: {}, {:.1} s of it in {:.1} s of wall time ({:.1}x)",
+            o.run.clock.name(),
+            t.clock_s,
+            t.wall_s,
+            t.ratio()
+        );
+    }
+    if let Some(ctx) = &o.run.campaign_context {
+        for line in ctx.place(a) {
+            eprintln!("  in context: {line}");
+        }
+    }
+    for e in &a.expectations {
+        if !quiet || !e.passed {
+            eprintln!(
+                "  [{}] {}: {} {} ({})",
+                if e.passed { "PASS" } else { "FAIL" },
+                e.spec.variant,
+                run_report::MetricRef::of(&e.spec),
+                e.spec.source,
+                e.message
+            );
+        }
+    }
+    eprintln!("report: {}/index.html", o.report_dir.display());
+}
+/// Loads and validates an experiment (the located error if it is bad),
+/// with the seed overridden when one is given.
+pub(crate) fn load(path: &Path, quick: bool, seed: Option<u64>) -> Result<Experiment, CliError> {
+    let mut exp = experiment::load(path, quick).map_err(CliError::new)?;
+    if let Some(s) = seed {
+        exp.seed = s;
+    }
+    Ok(exp)
+}
