@@ -24,6 +24,7 @@ use crate::faults::{GenericFault, Injector};
 use run_report::{EventKind, TimelineEvent};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use sut::command_row::Host;
 use sut::AdminCommand;
 use tokio::time::Instant;
 
@@ -55,29 +56,17 @@ pub enum AdminError {
 }
 
 impl AdminApi {
-    /// Carries out `cmd` (on the zone's container for a zone outage or
-    /// restore in the containers environment); returns what the system said.
+    /// Carries out `cmd` (on the zone's container, paused or unpaused, for a
+    /// command whose row takes the zone's host off the network or back, in
+    /// the containers environment); returns what the system said.
     pub async fn send(&self, cmd: &AdminCommand) -> Result<String, AdminError> {
         if let Some(c) = &self.containers {
-            match cmd {
-                AdminCommand::ZoneOutage { zone } => return Ok(c.pause(zone).await?),
-                AdminCommand::ZoneRestore { zone } => return Ok(c.unpause(zone).await?),
+            match cmd.row().host {
+                Host::Unreachable(zone) => return Ok(c.pause(zone).await?),
+                Host::Reachable(zone) => return Ok(c.unpause(zone).await?),
                 // Every other command goes to the admin API, as in the
                 // embedded environment.
-                AdminCommand::CacheFill { .. }
-                | AdminCommand::CacheFillToLimit
-                | AdminCommand::CacheOnFull { .. }
-                | AdminCommand::CacheFlush { .. }
-                | AdminCommand::CacheRestart
-                | AdminCommand::SetSlots { .. }
-                | AdminCommand::SetGpuLanes { .. }
-                | AdminCommand::SetGpuSpeed { .. }
-                | AdminCommand::SetGatewayAttempts { .. }
-                | AdminCommand::ZoneFail { .. }
-                | AdminCommand::ZoneRecover { .. }
-                | AdminCommand::StopAllocations { .. }
-                | AdminCommand::ResumeAllocations { .. }
-                | AdminCommand::Throttle { .. } => {}
+                Host::Untouched => {}
             }
         }
         let r = self

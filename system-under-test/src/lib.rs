@@ -16,6 +16,7 @@ mod admin;
 pub(crate) mod admission;
 mod api;
 pub(crate) mod cache;
+pub mod command_row;
 pub mod config;
 mod entropy;
 mod exposition;
