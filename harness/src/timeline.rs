@@ -40,7 +40,7 @@ pub struct AdminApi {
 
 /// Why an admin command was not carried out (logged as the entry's detail).
 #[derive(Debug, thiserror::Error)]
-pub enum AdminError {
+pub enum AdminApiError {
     /// No connection, or no answer in time.
     #[error("admin API unreachable: {0}")]
     Unreachable(crate::system_client::RequestError),
@@ -59,7 +59,7 @@ impl AdminApi {
     /// Carries out `cmd` (on the zone's container, paused or unpaused, for a
     /// command whose row takes the zone's host off the network or back, in
     /// the containers environment); returns what the system said.
-    pub async fn send(&self, cmd: &AdminCommand) -> Result<String, AdminError> {
+    pub async fn send(&self, cmd: &AdminCommand) -> Result<String, AdminApiError> {
         if let Some(c) = &self.containers {
             match cmd.row().host {
                 Host::Unreachable(zone) => return Ok(c.pause(zone).await?),
@@ -73,11 +73,11 @@ impl AdminApi {
             .system
             .post_admin("/admin/command", &self.token, cmd, Duration::from_secs(5))
             .await
-            .map_err(AdminError::Unreachable)?;
+            .map_err(AdminApiError::Unreachable)?;
         let status = r.status;
         let body = String::from_utf8_lossy(&r.body).into_owned();
         if !status.is_success() {
-            return Err(AdminError::Refused {
+            return Err(AdminApiError::Refused {
                 status,
                 body: body.trim().to_string(),
             });

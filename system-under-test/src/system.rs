@@ -61,13 +61,13 @@ pub struct StartOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
+    Config(#[from] crate::config::SystemConfigError),
     #[error("page executor: {0}")]
     Executor(#[from] gpu_executor::ExecError),
     #[error("result cache: {0}")]
     Cache(String),
     #[error("role: {0}")]
-    Role(String),
+    Role(#[from] crate::role::RoleError),
 }
 
 impl System {
@@ -94,7 +94,7 @@ impl System {
     ) -> Result<Arc<System>, StartError> {
         config.validate()?;
         let entropy = opts.deterministic.map(Entropy::seeded).unwrap_or_default();
-        opts.role.check(&config.zones).map_err(StartError::Role)?;
+        opts.role.check(&config.zones)?;
         let (cache, executor, pools) = match &opts.role {
             Role::Gateway { pools } => {
                 let remote = config
