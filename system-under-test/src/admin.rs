@@ -6,6 +6,7 @@
 //! happened in an incident (a cache left at its limit, a failing zone, an
 //! operator freeing capacity or cutting retries); none of them forces 503s.
 
+use crate::command_row::{first_bad, CacheEffect, CommandRow, Host, K8s, Part, Zone};
 use crate::config::OnFull;
 use serde::{Deserialize, Serialize};
 
@@ -149,135 +150,413 @@ pub enum AdminError {
     Remote(String),
 }
 
+const K8S_ZONE_OUTAGE: K8s = K8s {
+    entry: "zone_outage / zone_restore",
+    how: "the coordinator sends it to the gateway's admin API, which forwards it to the zone's pool: the pool stops answering (its connections hang), as `docker pause` does in the containers environment. The Kubernetes-native form, for replaying it by hand, is `kubectl delete networkpolicy <variant>-allow-pool-<zone>` (restore: `kubectl apply -f 30-network-policies.yaml`); see below",
+};
+const K8S_ZONE_FAIL: K8s = K8s {
+    entry: "zone_fail / zone_recover",
+    how: "admin API (the pool fails a share of its requests): a behaviour of the service, not of the cluster; no Kubernetes operation does it",
+};
+const K8S_CAPACITY: K8s = K8s {
+    entry: "set_slots / set_gpu_lanes / set_gpu_speed",
+    how: "admin API (capacity inside a pool); scaling a Deployment would add pools, which is a different system",
+};
+const K8S_CACHE: K8s = K8s {
+    entry: "cache_fill / cache_fill_to_limit / cache_on_full / cache_flush",
+    how: "admin API (the gateway forwards cache commands to the pools; a shared Redis is filled once)",
+};
+const K8S_CACHE_RESTART: K8s = K8s {
+    entry: "cache_restart",
+    how: "admin API (the cache comes back empty). With Redis, `kubectl rollout restart deployment/<variant>-redis` is the cluster's equivalent, but it also drops connections, so the admin API is used",
+};
+const K8S_OPERATORS: K8s = K8s {
+    entry: "operators' actions (stop/resume allocations, throttle, gateway attempts)",
+    how: "admin API, exactly as in the embedded environment",
+};
+
 impl AdminCommand {
-    /// The one check of a command's values, made by the experiment validator
-    /// (with the entry's file:line:column) before anything runs and by
-    /// [`crate::System::apply`] when a command arrives: `Err` says which
-    /// field is impossible and why. Zones are checked against the system by
-    /// the caller, who knows them.
-    pub fn validate(&self) -> Result<(), AdminError> {
-        let bad = |field: &'static str, why: &'static str| Err(AdminError::Field { field, why });
+    /// The command's row of the table: every decision made per command.
+    /// One arm per command and no `_`, so a new command is a compile error
+    /// here until its row is written.
+    pub fn row(&self) -> CommandRow<'_> {
+        use AdminCommand::*;
+        let ok = Ok(());
         match self {
-            AdminCommand::CacheFill { entries } if *entries == 0 => bad("entries", "must be >= 1"),
-            AdminCommand::CacheFill { entries } if *entries > 100_000_000 => bad(
-                "entries",
-                "must be at most 100000000 (the filler is held in memory)",
-            ),
-            AdminCommand::SetSlots { slots, .. } if *slots == 0 => bad("slots", "must be >= 1"),
-            AdminCommand::SetSlots { slots, .. } if *slots > 1_000_000 => {
-                bad("slots", "must be at most 1000000")
-            }
-            AdminCommand::SetGpuLanes { lanes, .. } if *lanes == 0 => bad("lanes", "must be >= 1"),
-            AdminCommand::SetGpuLanes { lanes, .. } if *lanes > 65_536 => {
-                bad("lanes", "must be at most 65536")
-            }
-            AdminCommand::SetGpuSpeed { factor, .. } if !(*factor > 0.0 && factor.is_finite()) => {
-                bad("factor", "must be a finite number > 0 (0.5 = half speed)")
-            }
-            AdminCommand::SetGpuSpeed { factor, .. } if *factor > 1000.0 => {
-                bad("factor", "must be at most 1000")
-            }
-            AdminCommand::SetGatewayAttempts { attempts } if *attempts == 0 => {
-                bad("attempts", "must be >= 1 (1 = no internal retries)")
-            }
-            AdminCommand::SetGatewayAttempts { attempts } if *attempts > 100 => {
-                bad("attempts", "must be at most 100")
-            }
-            AdminCommand::CacheFlush { share } if !(*share > 0.0 && *share <= 1.0) => {
-                bad("share", "must be in (0, 1]: the share of entries dropped")
-            }
-            AdminCommand::ZoneFail { ratio, .. } if !(0.0..=1.0).contains(ratio) => {
-                bad("ratio", "must be in [0, 1]")
-            }
-            AdminCommand::Throttle {
-                per_sec: Some(r), ..
-            } if !(*r > 0.0 && r.is_finite()) => bad("per_sec", "must be a finite number > 0"),
-            // Every command, listed so that a new one is a compile error here
-            // until someone decides which of its values are impossible.
-            AdminCommand::CacheFill { .. }
-            | AdminCommand::CacheFillToLimit
-            | AdminCommand::CacheOnFull { .. }
-            | AdminCommand::CacheFlush { .. }
-            | AdminCommand::CacheRestart
-            | AdminCommand::SetSlots { .. }
-            | AdminCommand::SetGpuLanes { .. }
-            | AdminCommand::SetGpuSpeed { .. }
-            | AdminCommand::SetGatewayAttempts { .. }
-            | AdminCommand::ZoneFail { .. }
-            | AdminCommand::ZoneRecover { .. }
-            | AdminCommand::ZoneOutage { .. }
-            | AdminCommand::ZoneRestore { .. }
-            | AdminCommand::StopAllocations { .. }
-            | AdminCommand::ResumeAllocations { .. }
-            | AdminCommand::Throttle { .. } => Ok(()),
+            CacheFill { entries } => CommandRow {
+                name: "cache_fill",
+                part: Part::Cache(CacheEffect::Fills),
+                zone: Zone::None,
+                check: first_bad(&[
+                    (*entries == 0, "entries", "must be >= 1"),
+                    (
+                        *entries > 100_000_000,
+                        "entries",
+                        "must be at most 100000000 (the filler is held in memory)",
+                    ),
+                ]),
+                undo: None,
+                host: Host::Untouched,
+                label: format!("cache fill {entries}"),
+                k8s: K8S_CACHE,
+            },
+            CacheFillToLimit => CommandRow {
+                name: "cache_fill_to_limit",
+                part: Part::Cache(CacheEffect::Fills),
+                zone: Zone::None,
+                check: ok,
+                undo: None,
+                host: Host::Untouched,
+                label: "cache at limit".into(),
+                k8s: K8S_CACHE,
+            },
+            CacheOnFull { on_full } => CommandRow {
+                name: "cache_on_full",
+                part: Part::Cache(CacheEffect::Behaviour),
+                zone: Zone::None,
+                check: ok,
+                undo: None,
+                host: Host::Untouched,
+                label: format!("cache on_full {on_full:?}"),
+                k8s: K8S_CACHE,
+            },
+            CacheFlush { share } => CommandRow {
+                name: "cache_flush",
+                part: Part::Cache(CacheEffect::Empties),
+                zone: Zone::None,
+                check: first_bad(&[(
+                    !(*share > 0.0 && *share <= 1.0),
+                    "share",
+                    "must be in (0, 1]: the share of entries dropped",
+                )]),
+                undo: None,
+                host: Host::Untouched,
+                label: format!("cache flush {:.0}%", share * 100.0),
+                k8s: K8S_CACHE,
+            },
+            CacheRestart => CommandRow {
+                name: "cache_restart",
+                part: Part::Cache(CacheEffect::Empties),
+                zone: Zone::None,
+                check: ok,
+                undo: None,
+                host: Host::Untouched,
+                label: "cache restart".into(),
+                k8s: K8S_CACHE_RESTART,
+            },
+            SetSlots { zone, slots } => CommandRow {
+                name: "set_slots",
+                part: Part::Zones,
+                zone: Zone::OneOrAll(zone.as_deref()),
+                check: first_bad(&[
+                    (*slots == 0, "slots", "must be >= 1"),
+                    (*slots > 1_000_000, "slots", "must be at most 1000000"),
+                ]),
+                undo: None,
+                host: Host::Untouched,
+                label: format!("slots {slots}"),
+                k8s: K8S_CAPACITY,
+            },
+            SetGpuLanes { zone, lanes } => CommandRow {
+                name: "set_gpu_lanes",
+                part: Part::Zones,
+                zone: Zone::OneOrAll(zone.as_deref()),
+                check: first_bad(&[
+                    (*lanes == 0, "lanes", "must be >= 1"),
+                    (*lanes > 65_536, "lanes", "must be at most 65536"),
+                ]),
+                undo: None,
+                host: Host::Untouched,
+                label: format!("GPU lanes {lanes}"),
+                k8s: K8S_CAPACITY,
+            },
+            SetGpuSpeed { zone, factor } => CommandRow {
+                name: "set_gpu_speed",
+                part: Part::Zones,
+                zone: Zone::OneOrAll(zone.as_deref()),
+                check: first_bad(&[
+                    (
+                        !(*factor > 0.0 && factor.is_finite()),
+                        "factor",
+                        "must be a finite number > 0 (0.5 = half speed)",
+                    ),
+                    (*factor > 1000.0, "factor", "must be at most 1000"),
+                ]),
+                undo: Some(SetGpuSpeed {
+                    zone: zone.clone(),
+                    factor: 1.0,
+                }),
+                host: Host::Untouched,
+                label: format!("GPU speed x{factor}"),
+                k8s: K8S_CAPACITY,
+            },
+            SetGatewayAttempts { attempts } => CommandRow {
+                name: "set_gateway_attempts",
+                part: Part::Gateway,
+                zone: Zone::None,
+                check: first_bad(&[
+                    (
+                        *attempts == 0,
+                        "attempts",
+                        "must be >= 1 (1 = no internal retries)",
+                    ),
+                    (*attempts > 100, "attempts", "must be at most 100"),
+                ]),
+                undo: None,
+                host: Host::Untouched,
+                label: format!("gateway attempts {attempts}"),
+                k8s: K8S_OPERATORS,
+            },
+            ZoneFail { zone, ratio } => CommandRow {
+                name: "zone_fail",
+                part: Part::Zones,
+                zone: Zone::One(zone),
+                check: first_bad(&[(!(0.0..=1.0).contains(ratio), "ratio", "must be in [0, 1]")]),
+                undo: Some(ZoneRecover { zone: zone.clone() }),
+                host: Host::Untouched,
+                label: format!("{zone} failing {:.0}%", ratio * 100.0),
+                k8s: K8S_ZONE_FAIL,
+            },
+            ZoneRecover { zone } => CommandRow {
+                name: "zone_recover",
+                part: Part::Zones,
+                zone: Zone::One(zone),
+                check: ok,
+                undo: None,
+                host: Host::Untouched,
+                label: format!("{zone} recovers"),
+                k8s: K8S_ZONE_FAIL,
+            },
+            ZoneOutage { zone } => CommandRow {
+                name: "zone_outage",
+                part: Part::Zones,
+                zone: Zone::One(zone),
+                check: ok,
+                undo: Some(ZoneRestore { zone: zone.clone() }),
+                host: Host::Unreachable(zone),
+                label: format!("{zone} out"),
+                k8s: K8S_ZONE_OUTAGE,
+            },
+            ZoneRestore { zone } => CommandRow {
+                name: "zone_restore",
+                part: Part::Zones,
+                zone: Zone::One(zone),
+                check: ok,
+                undo: None,
+                host: Host::Reachable(zone),
+                label: format!("{zone} back"),
+                k8s: K8S_ZONE_OUTAGE,
+            },
+            StopAllocations { zone } => CommandRow {
+                name: "stop_allocations",
+                part: Part::Router,
+                zone: Zone::One(zone),
+                check: ok,
+                undo: Some(ResumeAllocations { zone: zone.clone() }),
+                host: Host::Untouched,
+                label: format!("stop {zone}"),
+                k8s: K8S_OPERATORS,
+            },
+            ResumeAllocations { zone } => CommandRow {
+                name: "resume_allocations",
+                part: Part::Router,
+                zone: Zone::One(zone),
+                check: ok,
+                undo: None,
+                host: Host::Untouched,
+                label: format!("resume {zone}"),
+                k8s: K8S_OPERATORS,
+            },
+            Throttle { zone, per_sec } => CommandRow {
+                name: "throttle",
+                part: Part::Router,
+                zone: Zone::One(zone),
+                check: first_bad(&[(
+                    per_sec.is_some_and(|r| !(r > 0.0 && r.is_finite())),
+                    "per_sec",
+                    "must be a finite number > 0",
+                )]),
+                undo: Some(Throttle {
+                    zone: zone.clone(),
+                    per_sec: None,
+                }),
+                host: Host::Untouched,
+                label: match per_sec {
+                    Some(r) => format!("throttle {zone} {r}/s"),
+                    None => format!("unthrottle {zone}"),
+                },
+                k8s: K8S_OPERATORS,
+            },
         }
     }
 
-    /// Whether the command changes the cache's data (fill, flush, restart),
-    /// so that a shared backend (Redis) gets it once, not once per pool.
-    /// `cache_on_full` changes each pool's behaviour, not the data; commands
-    /// that are not about the cache change no cache data either.
-    pub fn changes_cache_data(&self) -> bool {
-        match self {
-            AdminCommand::CacheFill { .. }
-            | AdminCommand::CacheFillToLimit
-            | AdminCommand::CacheFlush { .. }
-            | AdminCommand::CacheRestart => true,
-            AdminCommand::CacheOnFull { .. }
-            | AdminCommand::SetSlots { .. }
-            | AdminCommand::SetGpuLanes { .. }
-            | AdminCommand::SetGpuSpeed { .. }
-            | AdminCommand::SetGatewayAttempts { .. }
-            | AdminCommand::ZoneFail { .. }
-            | AdminCommand::ZoneRecover { .. }
-            | AdminCommand::ZoneOutage { .. }
-            | AdminCommand::ZoneRestore { .. }
-            | AdminCommand::StopAllocations { .. }
-            | AdminCommand::ResumeAllocations { .. }
-            | AdminCommand::Throttle { .. } => false,
-        }
+    /// One command of each kind, in the order they are declared (the values
+    /// are examples): for what is said about every command, such as the
+    /// names a file may use. A test checks it against the schema.
+    pub fn every() -> Vec<AdminCommand> {
+        use AdminCommand::*;
+        let zone = || "az1".to_string();
+        vec![
+            CacheFill { entries: 1000 },
+            CacheFillToLimit,
+            CacheOnFull {
+                on_full: OnFull::Error,
+            },
+            CacheFlush { share: 0.5 },
+            CacheRestart,
+            SetSlots {
+                zone: None,
+                slots: 8,
+            },
+            SetGpuLanes {
+                zone: None,
+                lanes: 4,
+            },
+            SetGpuSpeed {
+                zone: None,
+                factor: 0.5,
+            },
+            SetGatewayAttempts { attempts: 1 },
+            ZoneFail {
+                zone: zone(),
+                ratio: 0.5,
+            },
+            ZoneRecover { zone: zone() },
+            ZoneOutage { zone: zone() },
+            ZoneRestore { zone: zone() },
+            StopAllocations { zone: zone() },
+            ResumeAllocations { zone: zone() },
+            Throttle {
+                zone: zone(),
+                per_sec: Some(10.0),
+            },
+        ]
+    }
+
+    /// The one check of a command's values ([`CommandRow::check`]), made by
+    /// the experiment validator (with the entry's file:line:column) before
+    /// anything runs and by [`crate::System::apply`] when a command arrives.
+    pub fn validate(&self) -> Result<(), AdminError> {
+        self.row().check
     }
 
     /// The command's name as written (`set_gpu_lanes`), for messages.
-    pub fn name(&self) -> String {
-        match serde_json::to_value(self) {
-            Ok(serde_json::Value::String(s)) => s,
-            Ok(serde_json::Value::Object(m)) => m.keys().next().cloned().unwrap_or_default(),
-            _ => String::new(),
-        }
+    pub fn name(&self) -> &'static str {
+        self.row().name
     }
 
     /// The same command aimed at one zone, for forwarding it to that zone's
-    /// pool process (commands without a zone are returned unchanged).
+    /// pool process: a command whose zone is optional gets `name`; the
+    /// others are returned unchanged (no zone, or a required one).
     pub fn for_zone(&self, name: &str) -> AdminCommand {
-        let zone = Some(name.to_string());
-        match self {
-            AdminCommand::SetSlots { slots, .. } => AdminCommand::SetSlots {
-                zone,
-                slots: *slots,
-            },
-            AdminCommand::SetGpuLanes { lanes, .. } => AdminCommand::SetGpuLanes {
-                zone,
-                lanes: *lanes,
-            },
-            AdminCommand::SetGpuSpeed { factor, .. } => AdminCommand::SetGpuSpeed {
-                zone,
-                factor: *factor,
-            },
-            // Commands without a zone field, or with a required one.
-            AdminCommand::CacheFill { .. }
-            | AdminCommand::CacheFillToLimit
-            | AdminCommand::CacheOnFull { .. }
-            | AdminCommand::CacheFlush { .. }
-            | AdminCommand::CacheRestart
-            | AdminCommand::SetGatewayAttempts { .. }
-            | AdminCommand::ZoneFail { .. }
-            | AdminCommand::ZoneRecover { .. }
-            | AdminCommand::ZoneOutage { .. }
-            | AdminCommand::ZoneRestore { .. }
-            | AdminCommand::StopAllocations { .. }
-            | AdminCommand::ResumeAllocations { .. }
-            | AdminCommand::Throttle { .. } => self.clone(),
+        let Zone::OneOrAll(_) = self.row().zone else {
+            return self.clone();
+        };
+        let mut v = serde_json::to_value(self).expect("a command serializes");
+        v[self.name()]["zone"] = name.into();
+        serde_json::from_value(v).expect("the same command with its zone set")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The keys the schema (derived from the enum) lists, in its order.
+    fn schema_names() -> Vec<String> {
+        let schema = serde_json::to_value(schemars::schema_for!(AdminCommand)).unwrap();
+        schema["oneOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|alt| match alt.get("const") {
+                Some(name) => name.as_str().unwrap().to_string(),
+                None => alt["required"][0].as_str().unwrap().to_string(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_names_each_command_once_in_order() {
+        let names: Vec<String> = AdminCommand::every()
+            .iter()
+            .map(|c| c.name().to_string())
+            .collect();
+        assert_eq!(names, schema_names());
+    }
+
+    #[test]
+    fn each_rows_name_is_serdes() {
+        for c in AdminCommand::every() {
+            let key = match serde_json::to_value(&c).unwrap() {
+                serde_json::Value::String(s) => s,
+                serde_json::Value::Object(m) => m.keys().next().unwrap().clone(),
+                other => panic!("{other}"),
+            };
+            assert_eq!(c.name(), key);
+            // The examples are possible values.
+            assert_eq!(c.validate(), Ok(()), "{c:?}");
         }
+    }
+
+    #[test]
+    fn an_undo_is_a_possible_command_on_the_same_zone() {
+        for c in AdminCommand::every() {
+            if let Some(u) = c.row().undo {
+                assert_eq!(u.validate(), Ok(()), "{c:?}");
+                assert_eq!(u.row().zone.named(), c.row().zone.named(), "{c:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn for_zone_sets_an_optional_zone_only() {
+        let c = AdminCommand::SetGpuLanes {
+            zone: None,
+            lanes: 3,
+        };
+        assert_eq!(
+            c.for_zone("az2"),
+            AdminCommand::SetGpuLanes {
+                zone: Some("az2".into()),
+                lanes: 3
+            }
+        );
+        let f = AdminCommand::ZoneFail {
+            zone: "az1".into(),
+            ratio: 0.25,
+        };
+        assert_eq!(f.for_zone("az1"), f);
+        assert_eq!(
+            AdminCommand::CacheRestart.for_zone("az1"),
+            AdminCommand::CacheRestart
+        );
+    }
+
+    #[test]
+    fn impossible_values_name_their_field() {
+        let e = AdminCommand::SetGpuSpeed {
+            zone: None,
+            factor: 0.0,
+        }
+        .validate();
+        assert_eq!(
+            e,
+            Err(AdminError::Field {
+                field: "factor",
+                why: "must be a finite number > 0 (0.5 = half speed)"
+            })
+        );
+        let e = AdminCommand::CacheFill {
+            entries: 100_000_001,
+        }
+        .validate();
+        assert!(matches!(
+            e,
+            Err(AdminError::Field {
+                field: "entries",
+                ..
+            })
+        ));
     }
 }

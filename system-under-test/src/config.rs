@@ -395,13 +395,25 @@ impl Default for RouterConfig {
 /// A configuration value that cannot work, named by its field path.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("invalid system configuration: {field}: {message}")]
-pub struct ConfigError {
+pub struct SystemConfigError {
     pub field: String,
     pub message: String,
 }
 
-fn bad(field: &str, message: impl Into<String>) -> ConfigError {
-    ConfigError {
+/// Why a configuration file's text does not make a [`SystemConfig`].
+#[derive(Debug, thiserror::Error)]
+pub enum SystemConfigFileError {
+    /// Not a configuration: YAML that does not parse, an unknown key, a
+    /// wrong type (with line and column).
+    #[error(transparent)]
+    Yaml(#[from] serde_saphyr::Error),
+    /// A configuration whose values cannot work.
+    #[error(transparent)]
+    Invalid(#[from] SystemConfigError),
+}
+
+fn bad(field: &str, message: impl Into<String>) -> SystemConfigError {
+    SystemConfigError {
         field: field.into(),
         message: message.into(),
     }
@@ -409,14 +421,14 @@ fn bad(field: &str, message: impl Into<String>) -> ConfigError {
 
 impl SystemConfig {
     /// Parses YAML; unknown keys and type errors carry line and column.
-    pub fn from_yaml(text: &str) -> Result<Self, String> {
-        let cfg: SystemConfig = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
-        cfg.validate().map_err(|e| e.to_string())?;
+    pub fn from_yaml(text: &str) -> Result<Self, SystemConfigFileError> {
+        let cfg: SystemConfig = serde_saphyr::from_str(text)?;
+        cfg.validate()?;
         Ok(cfg)
     }
 
     /// Rejects values that cannot work before anything starts.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub fn validate(&self) -> Result<(), SystemConfigError> {
         if self.zones.is_empty() {
             return Err(bad("zones", "at least one zone is required"));
         }
@@ -554,14 +566,18 @@ mod tests {
 
     #[test]
     fn unknown_key_is_an_error_with_location() {
-        let err = SystemConfig::from_yaml("pool:\n  slotz: 3\n").unwrap_err();
+        let err = SystemConfig::from_yaml("pool:\n  slotz: 3\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("slotz"), "{err}");
         assert!(err.contains('2'), "line missing: {err}");
     }
 
     #[test]
     fn zero_slots_rejected() {
-        let err = SystemConfig::from_yaml("pool: { slots: 0 }\n").unwrap_err();
+        let err = SystemConfig::from_yaml("pool: { slots: 0 }\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("pool.slots"), "{err}");
     }
 }

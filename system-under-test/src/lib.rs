@@ -16,6 +16,7 @@ mod admin;
 pub(crate) mod admission;
 mod api;
 pub(crate) mod cache;
+pub mod command_row;
 pub mod config;
 mod entropy;
 mod exposition;
@@ -47,7 +48,7 @@ pub use api::{
 pub use config::SystemConfig;
 // The text exposition writer, also used by the harness's own client-side /metrics.
 pub use metrics::Exposition;
-pub use redis_server::{cache_server_args, RedisServer};
+pub use redis_server::{cache_server_args, RedisServer, RedisStartError};
 pub use retry_after::RETRY_AFTER_MS;
-pub use role::Role;
+pub use role::{Role, RoleError};
 pub use system::{StartError, StartOptions, System};

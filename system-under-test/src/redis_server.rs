@@ -9,6 +9,19 @@ use crate::config::RedisPolicy;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Why `redis-server` could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum RedisStartError {
+    #[error("finding a free port: {0}")]
+    Port(std::io::Error),
+    #[error("redis-server is not installed; install it with `apt-get install -y redis-server`")]
+    NotInstalled,
+    #[error("starting redis-server: {0}")]
+    Spawn(std::io::Error),
+    #[error("redis-server on port {port} did not answer within 5 s")]
+    NoAnswer { port: u16 },
+}
+
 pub struct RedisServer {
     child: Child,
     pub port: u16,
@@ -43,10 +56,10 @@ impl RedisServer {
     }
 
     /// Starts `redis-server` and waits (up to 5 s) until it answers.
-    pub fn start(maxmemory_mb: f64, policy: RedisPolicy) -> Result<RedisServer, String> {
+    pub fn start(maxmemory_mb: f64, policy: RedisPolicy) -> Result<RedisServer, RedisStartError> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
-            .map_err(|e| format!("finding a free port: {e}"))?
+            .map_err(RedisStartError::Port)?
             .port();
         let child = Command::new("redis-server")
             .args(["--bind", "127.0.0.1"])
@@ -55,10 +68,8 @@ impl RedisServer {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => {
-                    "redis-server is not installed; install it with `apt-get install -y redis-server`".to_string()
-                }
-                _ => format!("starting redis-server: {e}"),
+                std::io::ErrorKind::NotFound => RedisStartError::NotInstalled,
+                _ => RedisStartError::Spawn(e),
             })?;
         let server = RedisServer { child, port };
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -75,9 +86,7 @@ impl RedisServer {
                 }
             }
             if Instant::now() > deadline {
-                return Err(format!(
-                    "redis-server on port {port} did not answer within 5 s"
-                ));
+                return Err(RedisStartError::NoAnswer { port });
             }
             std::thread::sleep(Duration::from_millis(50));
         }

@@ -20,6 +20,18 @@ use std::time::Duration;
 
 /// How long an admin call may take.
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Why a remote pool's `/metrics` could not be read (the gateway then
+/// serves the last good ones).
+#[derive(Debug, thiserror::Error)]
+pub enum MetricsReadError {
+    /// No connection, no answer in time, or a body that did not arrive.
+    #[error(transparent)]
+    Request(#[from] reqwest::Error),
+    #[error("/metrics answered {0}")]
+    Status(reqwest::StatusCode),
+}
+
 /// How long a metrics read may take: short, because the gateway's own
 /// `/metrics` waits for it and a paused pool must not stall the scraper.
 const METRICS_TIMEOUT: Duration = Duration::from_millis(400);
@@ -166,18 +178,17 @@ impl RemotePool {
     }
 
     /// The remote process's Prometheus text.
-    pub async fn metrics_text(&self) -> Result<String, String> {
+    pub async fn metrics_text(&self) -> Result<String, MetricsReadError> {
         let resp = self
             .client
             .get(format!("{}/metrics", self.base_url))
             .timeout(METRICS_TIMEOUT)
             .send()
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         if !resp.status().is_success() {
-            return Err(format!("/metrics answered {}", resp.status()));
+            return Err(MetricsReadError::Status(resp.status()));
         }
-        resp.text().await.map_err(|e| e.to_string())
+        Ok(resp.text().await?)
     }
 
     /// The remote metrics, or the last good ones when the pool does not

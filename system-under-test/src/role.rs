@@ -25,80 +25,112 @@ pub enum Role {
     },
 }
 
+/// Why `--role` and its companions, or a role against the configuration's
+/// zones, do not make a process.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RoleError {
+    #[error("--zone and --pool only go with --role pool / gateway")]
+    CompanionsWithAll,
+    #[error("--role pool needs --zone NAME")]
+    PoolWithoutZone,
+    #[error("--pool only goes with --role gateway")]
+    PoolsWithPool,
+    #[error("--zone only goes with --role pool")]
+    ZoneWithGateway,
+    /// A `--pool` that is not `ZONE=URL` (`why` says what is wrong).
+    #[error("--pool {arg:?}: {why}")]
+    BadPool { arg: String, why: &'static str },
+    #[error("--role gateway needs one --pool ZONE=URL per zone")]
+    GatewayWithoutPools,
+    #[error("unknown role {0:?}: expected all, pool or gateway")]
+    Unknown(String),
+    #[error("zone {zone:?} is not one of the configuration's zones {zones:?}")]
+    NotAZone { zone: String, zones: Vec<String> },
+    #[error("zone {0:?} has no --pool {0}=URL")]
+    NoPoolFor(String),
+    #[error("--pool {pool}=...: {pool:?} is not one of the configuration's zones {zones:?}")]
+    PoolNotAZone { pool: String, zones: Vec<String> },
+}
+
 impl Role {
     /// Parses `--role` and its `--zone` / `--pool` companions.
-    pub fn from_args(role: &str, zone: Option<&str>, pools: &[String]) -> Result<Role, String> {
+    pub fn from_args(role: &str, zone: Option<&str>, pools: &[String]) -> Result<Role, RoleError> {
         match role {
             "all" => {
                 if zone.is_some() || !pools.is_empty() {
-                    return Err("--zone and --pool only go with --role pool / gateway".into());
+                    return Err(RoleError::CompanionsWithAll);
                 }
                 Ok(Role::All)
             }
             "pool" => {
-                let zone = zone.ok_or("--role pool needs --zone NAME")?;
+                let zone = zone.ok_or(RoleError::PoolWithoutZone)?;
                 if !pools.is_empty() {
-                    return Err("--pool only goes with --role gateway".into());
+                    return Err(RoleError::PoolsWithPool);
                 }
                 Ok(Role::Pool { zone: zone.into() })
             }
             "gateway" => {
                 if zone.is_some() {
-                    return Err("--zone only goes with --role pool".into());
+                    return Err(RoleError::ZoneWithGateway);
                 }
                 let pools = pools
                     .iter()
-                    .map(|p| {
-                        let (zone, url) = p
-                            .split_once('=')
-                            .ok_or_else(|| format!("--pool {p:?}: expected ZONE=URL"))?;
-                        if !(url.starts_with("http://") || url.starts_with("https://")) {
-                            return Err(format!("--pool {p:?}: the URL must start with http://"));
-                        }
-                        Ok((zone.to_string(), url.trim_end_matches('/').to_string()))
-                    })
-                    .collect::<Result<Vec<_>, String>>()?;
+                    .map(|p| parse_pool(p))
+                    .collect::<Result<Vec<_>, RoleError>>()?;
                 if pools.is_empty() {
-                    return Err("--role gateway needs one --pool ZONE=URL per zone".into());
+                    return Err(RoleError::GatewayWithoutPools);
                 }
                 Ok(Role::Gateway { pools })
             }
-            other => Err(format!(
-                "unknown role {other:?}: expected all, pool or gateway"
-            )),
+            other => Err(RoleError::Unknown(other.into())),
         }
     }
 
     /// Checks the role against the configuration's zones.
-    pub fn check(&self, zones: &[String]) -> Result<(), String> {
+    pub fn check(&self, zones: &[String]) -> Result<(), RoleError> {
         match self {
             Role::All => Ok(()),
             Role::Pool { zone } => {
                 if zones.contains(zone) {
                     Ok(())
                 } else {
-                    Err(format!(
-                        "zone {zone:?} is not one of the configuration's zones {zones:?}"
-                    ))
+                    Err(RoleError::NotAZone {
+                        zone: zone.clone(),
+                        zones: zones.to_vec(),
+                    })
                 }
             }
             Role::Gateway { pools } => {
                 for z in zones {
                     if !pools.iter().any(|(p, _)| p == z) {
-                        return Err(format!("zone {z:?} has no --pool {z}=URL"));
+                        return Err(RoleError::NoPoolFor(z.clone()));
                     }
                 }
                 for (p, _) in pools {
                     if !zones.contains(p) {
-                        return Err(format!(
-                            "--pool {p}=...: {p:?} is not one of the configuration's zones {zones:?}"
-                        ));
+                        return Err(RoleError::PoolNotAZone {
+                            pool: p.clone(),
+                            zones: zones.to_vec(),
+                        });
                     }
                 }
                 Ok(())
             }
         }
     }
+}
+
+/// One `--pool ZONE=URL`, the URL without its trailing `/`.
+fn parse_pool(p: &str) -> Result<(String, String), RoleError> {
+    let bad = |why| RoleError::BadPool {
+        arg: p.to_string(),
+        why,
+    };
+    let (zone, url) = p.split_once('=').ok_or_else(|| bad("expected ZONE=URL"))?;
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(bad("the URL must start with http://"));
+    }
+    Ok((zone.to_string(), url.trim_end_matches('/').to_string()))
 }
 
 impl fmt::Display for Role {
@@ -147,7 +179,7 @@ mod tests {
         let one = Role::Gateway {
             pools: vec![("a".into(), "http://x".into())],
         };
-        assert!(one.check(&zones).unwrap_err().contains("\"b\""));
+        assert!(one.check(&zones).unwrap_err().to_string().contains("\"b\""));
         let both = Role::Gateway {
             pools: vec![
                 ("a".into(), "http://x".into()),
@@ -155,5 +187,29 @@ mod tests {
             ],
         };
         assert!(both.check(&zones).is_ok());
+    }
+
+    #[test]
+    fn errors_read_as_before() {
+        let e = |r: Result<Role, RoleError>| r.unwrap_err().to_string();
+        assert_eq!(
+            e(Role::from_args("gateway", None, &["az1".into()])),
+            "--pool \"az1\": expected ZONE=URL"
+        );
+        assert_eq!(
+            e(Role::from_args("gateway", None, &["az1=pool:80".into()])),
+            "--pool \"az1=pool:80\": the URL must start with http://"
+        );
+        let zones = vec!["a".to_string()];
+        let stray = Role::Gateway {
+            pools: vec![
+                ("a".into(), "http://x".into()),
+                ("c".into(), "http://y".into()),
+            ],
+        };
+        assert_eq!(
+            stray.check(&zones).unwrap_err().to_string(),
+            "--pool c=...: \"c\" is not one of the configuration's zones [\"a\"]"
+        );
     }
 }

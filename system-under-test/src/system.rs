@@ -13,6 +13,7 @@
 
 use crate::admin::{AdminCommand, AdminError, WorkInProgress, WorkQuery};
 use crate::cache::{MemoryCache, ResultCache};
+use crate::command_row::{CacheEffect, Part};
 use crate::config::{CacheBackend, SystemConfig};
 use crate::entropy::Entropy;
 use crate::failure_cache::FailureCache;
@@ -60,13 +61,13 @@ pub struct StartOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
+    Config(#[from] crate::config::SystemConfigError),
     #[error("page executor: {0}")]
     Executor(#[from] gpu_executor::ExecError),
     #[error("result cache: {0}")]
     Cache(String),
     #[error("role: {0}")]
-    Role(String),
+    Role(#[from] crate::role::RoleError),
 }
 
 impl System {
@@ -93,7 +94,7 @@ impl System {
     ) -> Result<Arc<System>, StartError> {
         config.validate()?;
         let entropy = opts.deterministic.map(Entropy::seeded).unwrap_or_default();
-        opts.role.check(&config.zones).map_err(StartError::Role)?;
+        opts.role.check(&config.zones)?;
         let (cache, executor, pools) = match &opts.role {
             Role::Gateway { pools } => {
                 let remote = config
@@ -255,14 +256,17 @@ impl System {
     }
 
     /// A cache command in the gateway role: the pools hold the cache. A shared
-    /// backend (Redis) is filled once; per-process caches each get it.
-    async fn forward_cache(&self, cmd: &AdminCommand) -> Result<String, AdminError> {
+    /// backend (Redis) gets a command that changes the data once;
+    /// per-process caches each get it.
+    async fn forward_cache(
+        &self,
+        cmd: &AdminCommand,
+        effect: CacheEffect,
+    ) -> Result<String, AdminError> {
         let shared = matches!(self.config.cache.backend, CacheBackend::Redis(_));
-        // Commands that change the data (fill, flush) act once on a shared backend.
-        let on_data = cmd.changes_cache_data();
         let mut details = Vec::new();
         for (i, r) in self.remote_pools().enumerate() {
-            if shared && on_data && i > 0 {
+            if shared && effect.changes_data() && i > 0 {
                 break;
             }
             details.push(r.apply(cmd).await?);
@@ -276,151 +280,147 @@ impl System {
             .ok_or_else(|| AdminError::UnknownZone(zone.into()))
     }
 
-    /// A cache command: on this process's cache, or forwarded to the pools
-    /// that hold it (gateway role).
-    async fn apply_cache(&self, cmd: &AdminCommand) -> Result<String, AdminError> {
-        let Some(cache) = &self.cache else {
-            return self.forward_cache(cmd).await;
-        };
-        match cmd {
-            AdminCommand::CacheFill { entries } => {
-                let n = cache
-                    .fill(*entries)
-                    .await
-                    .map_err(|e| AdminError::Cache(e.to_string()))?;
-                let s = cache.stats();
-                Ok(format!(
-                    "inserted {n} filler entries; cache {}/{}",
-                    s.entries, s.capacity
-                ))
-            }
-            AdminCommand::CacheFillToLimit => {
-                let n = cache
-                    .fill_to_limit()
-                    .await
-                    .map_err(|e| AdminError::Cache(e.to_string()))?;
-                let s = cache.stats();
-                Ok(format!(
-                    "inserted {n} filler entries; cache {}/{} (at its limit)",
-                    s.entries, s.capacity
-                ))
-            }
-            AdminCommand::CacheOnFull { on_full } => {
-                cache.set_on_full(*on_full);
-                Ok(format!("cache on_full = {on_full:?}"))
-            }
-            AdminCommand::CacheFlush { share } => {
-                let n = cache
-                    .flush(*share)
-                    .await
-                    .map_err(|e| AdminError::Cache(e.to_string()))?;
-                Ok(format!(
-                    "dropped {n} entries ({:.0} %); cache {}/{}",
-                    share * 100.0,
-                    cache.stats().entries,
-                    cache.stats().capacity
-                ))
-            }
-            AdminCommand::CacheRestart => {
-                let n = cache
-                    .flush(1.0)
-                    .await
-                    .map_err(|e| AdminError::Cache(e.to_string()))?;
-                Ok(format!("cache restarted cold ({n} entries gone)"))
-            }
-            other @ (AdminCommand::SetSlots { .. }
-            | AdminCommand::SetGpuLanes { .. }
-            | AdminCommand::SetGpuSpeed { .. }
-            | AdminCommand::SetGatewayAttempts { .. }
-            | AdminCommand::ZoneFail { .. }
-            | AdminCommand::ZoneRecover { .. }
-            | AdminCommand::ZoneOutage { .. }
-            | AdminCommand::ZoneRestore { .. }
-            | AdminCommand::StopAllocations { .. }
-            | AdminCommand::ResumeAllocations { .. }
-            | AdminCommand::Throttle { .. }) => {
-                unreachable!("apply_cache is only called with cache commands, not {other:?}")
-            }
-        }
+    /// This process's cache, for a cache command's effect (in the gateway
+    /// role, where there is none, [`System::apply`] forwards it instead).
+    fn local_cache(&self) -> &dyn ResultCache {
+        self.cache
+            .as_deref()
+            .expect("a cache command without a cache here is forwarded to the pools")
     }
 
     /// Applies one fault or operator action; returns what it did, in words.
+    /// Its values are checked first (the command's row); a cache command
+    /// goes to the pools that hold the cache when this process has none.
     pub async fn apply(&self, cmd: &AdminCommand) -> Result<String, AdminError> {
+        let row = cmd.row();
+        row.check?;
+        match (row.part, &self.cache) {
+            (Part::Cache(effect), None) => self.forward_cache(cmd, effect).await,
+            _ => self.effect(cmd).await,
+        }
+    }
+
+    /// What each command does: the one place that acts on a command (every
+    /// other decision about it is its row, `AdminCommand::row`).
+    async fn effect(&self, cmd: &AdminCommand) -> Result<String, AdminError> {
         use AdminCommand::*;
-        cmd.validate()?;
-        match cmd {
-            CacheFill { .. }
-            | CacheFillToLimit
-            | CacheOnFull { .. }
-            | CacheFlush { .. }
-            | CacheRestart => self.apply_cache(cmd).await,
+        Ok(match cmd {
+            CacheFill { entries } => {
+                let n = self
+                    .local_cache()
+                    .fill(*entries)
+                    .await
+                    .map_err(cache_error)?;
+                let s = self.local_cache().stats();
+                format!(
+                    "inserted {n} filler entries; cache {}/{}",
+                    s.entries, s.capacity
+                )
+            }
+            CacheFillToLimit => {
+                let n = self
+                    .local_cache()
+                    .fill_to_limit()
+                    .await
+                    .map_err(cache_error)?;
+                let s = self.local_cache().stats();
+                format!(
+                    "inserted {n} filler entries; cache {}/{} (at its limit)",
+                    s.entries, s.capacity
+                )
+            }
+            CacheOnFull { on_full } => {
+                self.local_cache().set_on_full(*on_full);
+                format!("cache on_full = {on_full:?}")
+            }
+            CacheFlush { share } => self.flush(*share).await?,
+            CacheRestart => {
+                let n = self.local_cache().flush(1.0).await.map_err(cache_error)?;
+                format!("cache restarted cold ({n} entries gone)")
+            }
             SetSlots { zone, slots } => {
                 let n = self
                     .on_zones(zone, cmd, |p| p.gate().set_slots(*slots))
                     .await?;
-                Ok(format!("slots = {slots} in {n} zone(s)"))
+                format!("slots = {slots} in {n} zone(s)")
             }
             SetGpuLanes { zone, lanes } => {
                 let n = self
                     .on_zones(zone, cmd, |p| p.gpu().set_lanes(*lanes))
                     .await?;
-                Ok(format!("GPU lanes = {lanes} in {n} zone(s)"))
+                format!("GPU lanes = {lanes} in {n} zone(s)")
             }
             SetGpuSpeed { zone, factor } => {
                 let n = self
                     .on_zones(zone, cmd, |p| p.gpu().set_speed_factor(*factor))
                     .await?;
-                Ok(format!("GPU speed x{factor} in {n} zone(s)"))
+                format!("GPU speed x{factor} in {n} zone(s)")
             }
             SetGatewayAttempts { attempts } => {
                 self.gateway.set_attempts(*attempts);
-                Ok(format!("gateway attempts = {attempts}"))
+                format!("gateway attempts = {attempts}")
             }
             ZoneFail { zone, ratio } => {
-                self.on_zones(&Some(zone.clone()), cmd, |p| p.set_fail_ratio(*ratio))
+                self.on_zone(zone, cmd, |p| p.set_fail_ratio(*ratio))
                     .await?;
-                Ok(format!(
-                    "zone {zone} failing {:.0}% of requests",
-                    ratio * 100.0
-                ))
+                format!("zone {zone} failing {:.0}% of requests", ratio * 100.0)
             }
             ZoneRecover { zone } => {
-                self.on_zones(&Some(zone.clone()), cmd, |p| p.set_fail_ratio(0.0))
-                    .await?;
-                Ok(format!("zone {zone} recovered"))
+                self.on_zone(zone, cmd, |p| p.set_fail_ratio(0.0)).await?;
+                format!("zone {zone} recovered")
             }
             ZoneOutage { zone } => {
-                self.on_zones(&Some(zone.clone()), cmd, |p| p.set_outage(true))
-                    .await?;
-                Ok(format!("zone {zone} stopped answering"))
+                self.on_zone(zone, cmd, |p| p.set_outage(true)).await?;
+                format!("zone {zone} stopped answering")
             }
             ZoneRestore { zone } => {
-                self.on_zones(&Some(zone.clone()), cmd, |p| p.set_outage(false))
-                    .await?;
-                Ok(format!("zone {zone} answers again"))
+                self.on_zone(zone, cmd, |p| p.set_outage(false)).await?;
+                format!("zone {zone} answers again")
             }
             StopAllocations { zone } => {
                 self.gateway
                     .router()
                     .set_stopped(self.zone_index(zone)?, true);
-                Ok(format!("allocations to {zone} stopped"))
+                format!("allocations to {zone} stopped")
             }
             ResumeAllocations { zone } => {
                 self.gateway
                     .router()
                     .set_stopped(self.zone_index(zone)?, false);
-                Ok(format!("allocations to {zone} resumed"))
+                format!("allocations to {zone} resumed")
             }
             Throttle { zone, per_sec } => {
                 self.gateway
                     .router()
                     .set_throttle(self.zone_index(zone)?, *per_sec);
-                Ok(match per_sec {
+                match per_sec {
                     Some(r) => format!("zone {zone} throttled to {r}/s"),
                     None => format!("zone {zone} throttle lifted"),
-                })
+                }
             }
-        }
+        })
+    }
+
+    /// `cache_flush`'s effect: drops `share` of this process's cache.
+    async fn flush(&self, share: f64) -> Result<String, AdminError> {
+        let cache = self.local_cache();
+        let n = cache.flush(share).await.map_err(cache_error)?;
+        Ok(format!(
+            "dropped {n} entries ({:.0} %); cache {}/{}",
+            share * 100.0,
+            cache.stats().entries,
+            cache.stats().capacity
+        ))
+    }
+
+    /// [`System::on_zones`] for a command that names exactly one zone.
+    async fn on_zone(
+        &self,
+        zone: &str,
+        cmd: &AdminCommand,
+        local: impl Fn(&Pool),
+    ) -> Result<usize, AdminError> {
+        self.on_zones(&Some(zone.to_string()), cmd, local).await
     }
 
     /// The work every zone still holds for the documents of `q`: this
@@ -441,4 +441,9 @@ impl System {
         }
         Ok(total)
     }
+}
+
+/// A cache that did not do what a command asked.
+fn cache_error(e: crate::cache::CacheError) -> AdminError {
+    AdminError::Cache(e.to_string())
 }

@@ -24,6 +24,7 @@ use crate::experiment::{Revert, TimelineEntry, TimelineOp};
 use run_report::{EventKind, TimelineEvent};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use sut::command_row::Host;
 use sut::AdminCommand;
 use tokio::time::Instant;
 
@@ -39,7 +40,7 @@ pub struct AdminApi {
 
 /// Why an admin command was not carried out (logged as the entry's detail).
 #[derive(Debug, thiserror::Error)]
-pub enum AdminError {
+pub enum AdminApiError {
     /// No connection, or no answer in time.
     #[error("admin API unreachable: {0}")]
     Unreachable(crate::net::system_client::RequestError),
@@ -55,40 +56,28 @@ pub enum AdminError {
 }
 
 impl AdminApi {
-    /// Carries out `cmd` (on the zone's container for a zone outage or
-    /// restore in the containers environment); returns what the system said.
-    pub async fn send(&self, cmd: &AdminCommand) -> Result<String, AdminError> {
+    /// Carries out `cmd` (on the zone's container, paused or unpaused, for a
+    /// command whose row takes the zone's host off the network or back, in
+    /// the containers environment); returns what the system said.
+    pub async fn send(&self, cmd: &AdminCommand) -> Result<String, AdminApiError> {
         if let Some(c) = &self.containers {
-            match cmd {
-                AdminCommand::ZoneOutage { zone } => return Ok(c.pause(zone).await?),
-                AdminCommand::ZoneRestore { zone } => return Ok(c.unpause(zone).await?),
+            match cmd.row().host {
+                Host::Unreachable(zone) => return Ok(c.pause(zone).await?),
+                Host::Reachable(zone) => return Ok(c.unpause(zone).await?),
                 // Every other command goes to the admin API, as in the
                 // embedded environment.
-                AdminCommand::CacheFill { .. }
-                | AdminCommand::CacheFillToLimit
-                | AdminCommand::CacheOnFull { .. }
-                | AdminCommand::CacheFlush { .. }
-                | AdminCommand::CacheRestart
-                | AdminCommand::SetSlots { .. }
-                | AdminCommand::SetGpuLanes { .. }
-                | AdminCommand::SetGpuSpeed { .. }
-                | AdminCommand::SetGatewayAttempts { .. }
-                | AdminCommand::ZoneFail { .. }
-                | AdminCommand::ZoneRecover { .. }
-                | AdminCommand::StopAllocations { .. }
-                | AdminCommand::ResumeAllocations { .. }
-                | AdminCommand::Throttle { .. } => {}
+                Host::Untouched => {}
             }
         }
         let r = self
             .system
             .post_admin("/admin/command", &self.token, cmd, Duration::from_secs(5))
             .await
-            .map_err(AdminError::Unreachable)?;
+            .map_err(AdminApiError::Unreachable)?;
         let status = r.status;
         let body = String::from_utf8_lossy(&r.body).into_owned();
         if !status.is_success() {
-            return Err(AdminError::Refused {
+            return Err(AdminApiError::Refused {
                 status,
                 body: body.trim().to_string(),
             });

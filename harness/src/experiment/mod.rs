@@ -388,57 +388,14 @@ pub struct OversizedDocuments {
 }
 
 impl TimelineOp {
-    /// What undoes a fault with a duration, if anything can.
+    /// What undoes a fault with a duration, if anything can: a command's
+    /// row says (`AdminCommand::row`), a generic fault is undone itself, and
+    /// injected traffic (oversized documents, a load spike) simply ends.
     pub fn revert(&self) -> Option<Revert> {
-        if let TimelineOp::Generic(f) = self {
-            return Some(Revert::Generic(f.clone()));
-        }
-        self.revert_command().map(Revert::Admin)
-    }
-
-    /// The admin command that undoes a fault with a duration, if it has one.
-    fn revert_command(&self) -> Option<AdminCommand> {
         match self {
-            TimelineOp::Admin(AdminCommand::ZoneFail { zone, .. }) => {
-                Some(AdminCommand::ZoneRecover { zone: zone.clone() })
-            }
-            TimelineOp::Admin(AdminCommand::ZoneOutage { zone }) => {
-                Some(AdminCommand::ZoneRestore { zone: zone.clone() })
-            }
-            TimelineOp::Admin(AdminCommand::SetGpuSpeed { zone, .. }) => {
-                Some(AdminCommand::SetGpuSpeed {
-                    zone: zone.clone(),
-                    factor: 1.0,
-                })
-            }
-            TimelineOp::Admin(AdminCommand::StopAllocations { zone }) => {
-                Some(AdminCommand::ResumeAllocations { zone: zone.clone() })
-            }
-            TimelineOp::Admin(AdminCommand::Throttle { zone, .. }) => {
-                Some(AdminCommand::Throttle {
-                    zone: zone.clone(),
-                    per_sec: None,
-                })
-            }
-            // Other commands are not undone (each listed, so that a new
-            // command must be decided on here); injected traffic (oversized
-            // documents, a load spike) is not a command: it simply ends.
-            TimelineOp::Admin(
-                AdminCommand::CacheFill { .. }
-                | AdminCommand::CacheFillToLimit
-                | AdminCommand::CacheOnFull { .. }
-                | AdminCommand::CacheFlush { .. }
-                | AdminCommand::CacheRestart
-                | AdminCommand::SetSlots { .. }
-                | AdminCommand::SetGpuLanes { .. }
-                | AdminCommand::SetGatewayAttempts { .. }
-                | AdminCommand::ZoneRecover { .. }
-                | AdminCommand::ZoneRestore { .. }
-                | AdminCommand::ResumeAllocations { .. },
-            )
-            | TimelineOp::OversizedDocuments(_)
-            | TimelineOp::LoadSpike(_)
-            | TimelineOp::Generic(_) => None,
+            TimelineOp::Admin(c) => c.row().undo.map(Revert::Admin),
+            TimelineOp::Generic(f) => Some(Revert::Generic(f.clone())),
+            TimelineOp::OversizedDocuments(_) | TimelineOp::LoadSpike(_) => None,
         }
     }
 }
@@ -509,12 +466,8 @@ impl Experiment {
     /// the path into it.
     pub(crate) fn network_faulted(&self) -> std::collections::BTreeSet<String> {
         self.generic_faults()
-            .filter_map(|f| match f {
-                crate::env::faults::GenericFault::Network(n) => Some(n.component.clone()),
-                crate::env::faults::GenericFault::CpuLimit { .. }
-                | crate::env::faults::GenericFault::Pause { .. }
-                | crate::env::faults::GenericFault::Kill { .. } => None,
-            })
+            .filter(|f| f.row().acts_on == crate::env::faults::ActsOn::Path)
+            .map(|f| f.component().to_string())
             .collect()
     }
 

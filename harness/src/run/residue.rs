@@ -115,24 +115,8 @@ pub fn plan(exp: &Experiment, variant: &str, capacity_docs_per_sec: f64) -> Vec<
 
 /// A command that empties (part of) the cache, whose residue is the refill.
 fn is_cache_emptying(c: &sut::AdminCommand) -> bool {
-    use sut::AdminCommand::*;
-    match c {
-        CacheFlush { .. } | CacheRestart => true,
-        CacheFill { .. }
-        | CacheFillToLimit
-        | CacheOnFull { .. }
-        | SetSlots { .. }
-        | SetGpuLanes { .. }
-        | SetGpuSpeed { .. }
-        | SetGatewayAttempts { .. }
-        | ZoneFail { .. }
-        | ZoneRecover { .. }
-        | ZoneOutage { .. }
-        | ZoneRestore { .. }
-        | StopAllocations { .. }
-        | ResumeAllocations { .. }
-        | Throttle { .. } => false,
-    }
+    use sut::command_row::{CacheEffect, Part};
+    c.row().part == Part::Cache(CacheEffect::Empties)
 }
 
 /// The residues of cache flushes and restarts, from the recorded seconds:

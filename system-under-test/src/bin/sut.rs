@@ -63,8 +63,7 @@ async fn serve() -> anyhow::Result<()> {
         }
         None => SystemConfig::default(),
     };
-    let role = Role::from_args(&args.role, args.zone.as_deref(), &args.pools)
-        .map_err(|e| anyhow::anyhow!(e))?;
+    let role = Role::from_args(&args.role, args.zone.as_deref(), &args.pools)?;
     let opts = StartOptions {
         role,
         admin_from_any_peer: args.admin_from_any_peer,

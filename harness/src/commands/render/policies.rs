@@ -6,7 +6,7 @@
 use super::k8s::{labels, meta, needs_redis, obj, RenderError};
 use super::objects::*;
 use crate::experiment::{Experiment, TimelineOp};
-use sut::AdminCommand;
+use sut::command_row::Host;
 
 /// The pod groups that each get their own allow policy: (policy name, selector labels).
 pub(crate) fn pod_groups(exp: &Experiment) -> Vec<(String, Labels)> {
@@ -125,14 +125,18 @@ pub(crate) fn network_policies(
     Ok(docs)
 }
 
-/// The zones a timeline takes out (`zone_outage`), per variant: the allow
+/// The zones a timeline takes off the network (`zone_outage`: a command
+/// whose row makes the zone's host unreachable), per variant: the allow
 /// policies whose deletion is that outage.
 pub(crate) fn outage_zones(exp: &Experiment) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for v in &exp.variants {
         for e in exp.timeline.iter().filter(|e| e.applies_to(&v.name)) {
-            if let TimelineOp::Admin(AdminCommand::ZoneOutage { zone }) = &e.op {
-                let pair = (v.name.clone(), zone.clone());
+            let TimelineOp::Admin(cmd) = &e.op else {
+                continue;
+            };
+            if let Host::Unreachable(zone) = cmd.row().host {
+                let pair = (v.name.clone(), zone.to_string());
                 if !out.contains(&pair) {
                     out.push(pair);
                 }

@@ -5,11 +5,10 @@
 use super::k8s::{K8sOptions, Manifest};
 use crate::experiment::{Experiment, TimelineOp};
 use std::fmt::Write;
-use sut::AdminCommand;
 
-/// How one kind of timeline entry is carried out on the cluster.
+/// How one kind of timeline entry is carried out on the cluster: a fault's
+/// or command's row says (`GenericFault::row`, `AdminCommand::row`).
 fn mapping(op: &TimelineOp) -> (&'static str, &'static str) {
-    use AdminCommand::*;
     match op {
         TimelineOp::OversizedDocuments(_) => (
             "oversized_documents",
@@ -19,39 +18,14 @@ fn mapping(op: &TimelineOp) -> (&'static str, &'static str) {
             "load_spike (and arrival steps marked `trigger: true`)",
             "client traffic: the agents submit the extra arrivals (their shards of the seeded schedule), nothing changes in the cluster",
         ),
-        TimelineOp::Generic(_) => (
-            "cpu_limit / pause / kill",
-            "not rendered: the coordinator has no hold on a pod's cgroup. By hand: a CPU limit is the pod's `resources.limits.cpu`, a pause has no Kubernetes form (freeze the container with the runtime), a kill is `kubectl delete pod` (the Deployment restarts it)",
-        ),
-        TimelineOp::Admin(c) => match c {
-            ZoneOutage { .. } | ZoneRestore { .. } => (
-                "zone_outage / zone_restore",
-                "the coordinator sends it to the gateway's admin API, which forwards it to the zone's pool: the pool stops answering (its connections hang), as `docker pause` does in the containers environment. The Kubernetes-native form, for replaying it by hand, is `kubectl delete networkpolicy <variant>-allow-pool-<zone>` (restore: `kubectl apply -f 30-network-policies.yaml`); see below",
-            ),
-            ZoneFail { .. } | ZoneRecover { .. } => (
-                "zone_fail / zone_recover",
-                "admin API (the pool fails a share of its requests): a behaviour of the service, not of the cluster; no Kubernetes operation does it",
-            ),
-            SetSlots { .. } | SetGpuLanes { .. } | SetGpuSpeed { .. } => (
-                "set_slots / set_gpu_lanes / set_gpu_speed",
-                "admin API (capacity inside a pool); scaling a Deployment would add pools, which is a different system",
-            ),
-            CacheFill { .. } | CacheFillToLimit | CacheOnFull { .. } | CacheFlush { .. } => (
-                "cache_fill / cache_fill_to_limit / cache_on_full / cache_flush",
-                "admin API (the gateway forwards cache commands to the pools; a shared Redis is filled once)",
-            ),
-            CacheRestart => (
-                "cache_restart",
-                "admin API (the cache comes back empty). With Redis, `kubectl rollout restart deployment/<variant>-redis` is the cluster's equivalent, but it also drops connections, so the admin API is used",
-            ),
-            StopAllocations { .. }
-            | ResumeAllocations { .. }
-            | Throttle { .. }
-            | SetGatewayAttempts { .. } => (
-                "operators' actions (stop/resume allocations, throttle, gateway attempts)",
-                "admin API, exactly as in the embedded environment",
-            ),
-        },
+        TimelineOp::Generic(f) => {
+            let k = f.row().k8s;
+            (k.entry, k.how)
+        }
+        TimelineOp::Admin(c) => {
+            let k = c.row().k8s;
+            (k.entry, k.how)
+        }
     }
 }
 

@@ -9,12 +9,20 @@
 //! `network` acts on the path into the component instead, through the
 //! fault proxy the environment puts there (`fault_proxy.rs`).
 //!
+//! Each kind is declared once, as a row of [`GenericFault::row`]: what is
+//! decided per fault (its check, where it can run, whether it holds up a
+//! process, its Kubernetes mapping) is read from there; what it does is
+//! [`Injector::apply`].
+//!
 //! `cgroup.rs` does the quota and the freezing, `ledger.rs` the state file.
 
 pub mod cgroup;
 mod docker;
 pub(crate) mod fault_proxy;
 pub mod ledger;
+mod network;
+
+pub use network::NetworkFault;
 
 use crate::env::components::ProcessSet;
 use ledger::{Ledger, Record};
@@ -38,150 +46,182 @@ pub enum GenericFault {
     Network(NetworkFault),
 }
 
-/// `network: { component, delay, jitter, loss, bandwidth, reset }`.
-#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NetworkFault {
-    pub component: String,
-    /// Added to every chunk, each way (`50ms`).
-    #[serde(default, with = "humantime_serde")]
-    #[schemars(with = "Option<String>")]
-    pub delay: Option<std::time::Duration>,
-    /// The delay varies uniformly by up to this much either way.
-    #[serde(default, with = "humantime_serde")]
-    #[schemars(with = "Option<String>")]
-    pub jitter: Option<std::time::Duration>,
-    /// Percent of chunks lost (0-100), each resent 200 ms later.
-    #[serde(default)]
-    pub loss: f64,
-    /// Kilobytes per second, each way and connection.
-    #[serde(default)]
-    pub bandwidth: Option<u64>,
-    /// Percent of new connections reset (0-100).
-    #[serde(default)]
-    pub reset: f64,
+/// Everything decided per generic fault, declared once in
+/// [`GenericFault::row`], as `AdminCommand::row` does for the system's
+/// commands: the validator, the virtual clock's refusal, the environments
+/// and the Kubernetes rendering read it. No field has a default, so a new
+/// fault's row must decide each one; the variant's doc comment is its
+/// one-line description (the schema's and the docs'). What it does is
+/// [`Injector::apply`] (and `docker.rs` for containers).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct GenericRow<'a> {
+    /// The YAML key of its kind (`cpu_limit`).
+    pub kind: &'static str,
+    /// The component it acts on.
+    pub component: &'a str,
+    /// The component's process, or the path into it.
+    pub acts_on: ActsOn,
+    /// Its label in the report.
+    pub label: String,
+    /// Impossible values, as `(field, why)`.
+    pub check: Result<(), (&'static str, String)>,
+    /// Whether the containers environment can carry it out, and why not.
+    pub in_containers: Result<(), &'static str>,
+    /// Whether it can be done to an external target's process (`pid`,
+    /// `pidfile`), and why not.
+    pub on_external_process: Result<(), &'static str>,
+    /// Whether it can be done to an external target's container.
+    pub on_external_container: Result<(), &'static str>,
+    /// How it is carried out on a Kubernetes cluster (`harness render k8s`).
+    pub k8s: sut::command_row::K8s,
 }
 
-impl NetworkFault {
-    fn impairment(&self) -> fault_proxy::Impairment {
-        fault_proxy::Impairment {
-            delay: self.delay.unwrap_or_default(),
-            jitter: self.jitter.unwrap_or_default(),
-            loss: self.loss / 100.0,
-            bandwidth: self.bandwidth.map(|kb| kb * 1000),
-            reset: self.reset / 100.0,
-        }
-    }
-
-    fn check(&self) -> Result<(), (&'static str, String)> {
-        for (field, v) in [("loss", self.loss), ("reset", self.reset)] {
-            if !(0.0..=100.0).contains(&v) {
-                return Err((field, format!("a percentage, 0 to 100, not {v}")));
-            }
-        }
-        if self.bandwidth == Some(0) {
-            return Err((
-                "bandwidth",
-                "must be > 0 KB/s (leave it out for no limit)".into(),
-            ));
-        }
-        if self
-            .jitter
-            .is_some_and(|j| j > self.delay.unwrap_or_default())
-        {
-            return Err(("jitter", "must not exceed the delay".into()));
-        }
-        if self.impairment() == fault_proxy::Impairment::default() {
-            return Err((
-                "delay",
-                "the fault does nothing: give delay, loss, bandwidth or reset".into(),
-            ));
-        }
-        Ok(())
-    }
+/// What a generic fault acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ActsOn {
+    /// The component's process (frozen, CPU limited, killed and
+    /// restarted): a pool's GPU then falls behind its model because of the
+    /// fault, which the GPU pacing must not count.
+    Process,
+    /// The path into the component: a fault proxy the environment puts
+    /// there (`fault_proxy.rs`).
+    Path,
 }
+
+const K8S_PROCESS: sut::command_row::K8s = sut::command_row::K8s {
+    entry: "cpu_limit / pause / kill",
+    how: "not rendered: the coordinator has no hold on a pod's cgroup. By hand: a CPU limit is the pod's `resources.limits.cpu`, a pause has no Kubernetes form (freeze the container with the runtime), a kill is `kubectl delete pod` (the Deployment restarts it)",
+};
+const K8S_NETWORK: sut::command_row::K8s = sut::command_row::K8s {
+    entry: "network",
+    how: "not rendered: the coordinator puts no fault proxy in a pod's path. By hand: a service mesh's fault injection (delay, abort), or `tc netem` in the pod's network namespace",
+};
+
+const NETWORK_EXTERNAL: &str = "network needs a fault proxy in the path into the component, which the harness can only insert for components it starts; not for an external target";
 
 impl GenericFault {
-    pub fn component(&self) -> &str {
+    /// One of each kind, in the order they are declared, as a file writes
+    /// them: the validator's examples, and [`GenericFault::kinds`]. A test
+    /// checks they parse and name every kind of the schema.
+    pub(crate) const EXAMPLES: [&'static str; 4] = [
+        "cpu_limit: { component: pool-az1, cpus: 0.2 }",
+        "pause: { component: gateway }",
+        "kill: { component: pool-az1 }",
+        "network: { component: pool-az1, delay: 50ms, loss: 5 }",
+    ];
+
+    /// The fault's row of the table: every decision made per generic fault.
+    /// One arm per fault and no `_`, so a new fault is a compile error here
+    /// until its row is written.
+    pub(crate) fn row(&self) -> GenericRow<'_> {
         match self {
-            GenericFault::CpuLimit { component, .. }
-            | GenericFault::Pause { component }
-            | GenericFault::Kill { component } => component,
-            GenericFault::Network(n) => &n.component,
+            GenericFault::CpuLimit { component, cpus } => GenericRow {
+                kind: "cpu_limit",
+                component,
+                acts_on: ActsOn::Process,
+                label: format!("{component} limited to {cpus} CPUs"),
+                check: if !(cpus.is_finite() && *cpus > 0.0) {
+                    Err((
+                        "cpus",
+                        format!("must be > 0 (a share of CPUs, e.g. 0.2), not {cpus}"),
+                    ))
+                } else if *cpus > 1024.0 {
+                    Err(("cpus", format!("{cpus} CPUs is no limit")))
+                } else {
+                    Ok(())
+                },
+                in_containers: Ok(()),
+                on_external_process: Ok(()),
+                on_external_container: Ok(()),
+                k8s: K8S_PROCESS,
+            },
+            GenericFault::Pause { component } => GenericRow {
+                kind: "pause",
+                component,
+                acts_on: ActsOn::Process,
+                label: format!("{component} paused"),
+                check: Ok(()),
+                in_containers: Ok(()),
+                on_external_process: Ok(()),
+                on_external_container: Ok(()),
+                k8s: K8S_PROCESS,
+            },
+            GenericFault::Kill { component } => GenericRow {
+                kind: "kill",
+                component,
+                acts_on: ActsOn::Process,
+                label: format!("{component} killed"),
+                check: Ok(()),
+                in_containers: if component == "gateway" {
+                    Err("kill of the gateway container: its port is published on a random loopback port, which `docker start` would change; kill a pool, or run it embedded")
+                } else {
+                    Ok(())
+                },
+                on_external_process: Err("kill of an external process: the harness did not start it and cannot restart it; give the component as a container, or leave kill out"),
+                on_external_container: Ok(()),
+                k8s: K8S_PROCESS,
+            },
+            GenericFault::Network(n) => GenericRow {
+                kind: "network",
+                component: &n.component,
+                acts_on: ActsOn::Path,
+                label: format!("network into {}", n.component),
+                check: n.check(),
+                in_containers: Ok(()),
+                on_external_process: Err(NETWORK_EXTERNAL),
+                on_external_container: Err(NETWORK_EXTERNAL),
+                k8s: K8S_NETWORK,
+            },
         }
     }
 
-    /// The zone whose pool's process this fault holds up (frozen, CPU
-    /// limited, killed and restarted): that pool's GPU then falls behind its
-    /// model because of the fault, which the GPU pacing must not count.
-    pub(crate) fn held_up_pool_zone(&self) -> Option<&str> {
-        match self {
-            GenericFault::CpuLimit { component, .. }
-            | GenericFault::Pause { component }
-            | GenericFault::Kill { component } => {
-                crate::experiment::components::pool_zone(component)
-            }
-            // The path into the pool, not its process.
-            GenericFault::Network(_) => None,
-        }
+    /// One fault of each kind: [`GenericFault::EXAMPLES`], parsed.
+    pub(crate) fn every() -> Vec<GenericFault> {
+        Self::EXAMPLES
+            .iter()
+            .map(|e| serde_saphyr::from_str(e).expect("each example is a generic fault"))
+            .collect()
     }
 
     /// Every [`kind`](Self::kind): the keys a timeline entry's `fault`
     /// names a generic fault by (validation and the virtual clock's
     /// refusal read them).
-    pub const KINDS: [&'static str; 4] = ["cpu_limit", "pause", "kill", "network"];
+    pub(crate) fn kinds() -> Vec<&'static str> {
+        Self::every().iter().map(GenericFault::kind).collect()
+    }
+
+    pub fn component(&self) -> &str {
+        self.row().component
+    }
+
+    /// The zone whose pool's process this fault holds up (see
+    /// [`ActsOn::Process`]); none for a fault on the path into it.
+    pub(crate) fn held_up_pool_zone(&self) -> Option<&str> {
+        let row = self.row();
+        match row.acts_on {
+            ActsOn::Process => crate::experiment::components::pool_zone(row.component),
+            ActsOn::Path => None,
+        }
+    }
 
     /// The YAML key of its kind.
     pub fn kind(&self) -> &'static str {
-        match self {
-            GenericFault::CpuLimit { .. } => "cpu_limit",
-            GenericFault::Pause { .. } => "pause",
-            GenericFault::Kill { .. } => "kill",
-            GenericFault::Network(_) => "network",
-        }
+        self.row().kind
     }
 
     /// Its label in the report.
     pub fn label(&self) -> String {
-        match self {
-            GenericFault::CpuLimit { component, cpus } => {
-                format!("{component} limited to {cpus} CPUs")
-            }
-            GenericFault::Pause { component } => format!("{component} paused"),
-            GenericFault::Kill { component } => format!("{component} killed"),
-            GenericFault::Network(n) => format!("network into {}", n.component),
-        }
+        self.row().label
     }
 
     /// Whether the containers environment can carry it out, and why not.
     pub fn in_containers(&self) -> Result<(), String> {
-        match self {
-            GenericFault::CpuLimit { .. } | GenericFault::Pause { .. } => Ok(()),
-            GenericFault::Kill { component } if component == "gateway" => Err(
-                "kill of the gateway container: its port is published on a random loopback port, which `docker start` would change; kill a pool, or run it embedded".into(),
-            ),
-            GenericFault::Kill { .. } | GenericFault::Network(_) => Ok(()),
-        }
+        self.row().in_containers.map_err(String::from)
     }
 
     /// Impossible values, as `(field, why)`.
     pub fn check(&self) -> Result<(), (&'static str, String)> {
-        match self {
-            GenericFault::CpuLimit { cpus, .. } => {
-                if !(cpus.is_finite() && *cpus > 0.0) {
-                    return Err((
-                        "cpus",
-                        format!("must be > 0 (a share of CPUs, e.g. 0.2), not {cpus}"),
-                    ));
-                }
-                if *cpus > 1024.0 {
-                    return Err(("cpus", format!("{cpus} CPUs is no limit")));
-                }
-                Ok(())
-            }
-            GenericFault::Pause { .. } | GenericFault::Kill { .. } => Ok(()),
-            GenericFault::Network(n) => n.check(),
-        }
+        self.row().check
     }
 }
 
@@ -199,11 +239,12 @@ pub enum ExternalComponent {
 impl ExternalComponent {
     /// Whether `f` can be done to it, and why not.
     pub fn takes(&self, f: &GenericFault) -> Result<(), String> {
-        match (self, f) {
-            (_, GenericFault::Network(_)) => Err("network needs a fault proxy in the path into the component, which the harness can only insert for components it starts; not for an external target".into()),
-            (ExternalComponent::Pid(_) | ExternalComponent::Pidfile(_), GenericFault::Kill { .. }) => Err("kill of an external process: the harness did not start it and cannot restart it; give the component as a container, or leave kill out".into()),
-            (_, GenericFault::CpuLimit { .. } | GenericFault::Pause { .. } | GenericFault::Kill { .. }) => Ok(()),
+        let row = f.row();
+        match self {
+            ExternalComponent::Pid(_) | ExternalComponent::Pidfile(_) => row.on_external_process,
+            ExternalComponent::Container(_) => row.on_external_container,
         }
+        .map_err(String::from)
     }
 
     /// The process id now (a pidfile read).
@@ -355,7 +396,7 @@ impl Injector {
         }
         let name = f.component();
         // `network` acts on the path into a container, not on the container.
-        let on_path = matches!(f, GenericFault::Network(_));
+        let on_path = f.row().acts_on == ActsOn::Path;
         if let Some(id) = self.containers.get(name).filter(|_| !on_path) {
             let (active, detail) = self.container_apply(name, id, f).await?;
             self.active.lock().expect("faults lock").insert(key, active);

@@ -125,7 +125,7 @@ fn timeline_entry(
             o,
             is_fault,
         )?)
-    } else if crate::env::faults::GenericFault::KINDS
+    } else if crate::env::faults::GenericFault::kinds()
         .iter()
         .any(|k| value.get(k).is_some())
     {
@@ -201,8 +201,11 @@ fn generic(
     zones: &[String],
     env: &Environment,
 ) -> Result<crate::env::faults::GenericFault, ExperimentError> {
-    let f: crate::env::faults::GenericFault = serde_json::from_value(value.clone())
-        .map_err(|e| cx.err(at_loc, field, format!("{e}; e.g. `cpu_limit: {{ component: pool-az1, cpus: 0.2 }}`, `pause: {{ component: gateway }}`, `kill: {{ component: pool-az1 }}`, `network: {{ component: pool-az1, delay: 50ms, loss: 5 }}`")))?;
+    let f: crate::env::faults::GenericFault =
+        serde_json::from_value(value.clone()).map_err(|e| {
+            let examples = crate::env::faults::GenericFault::EXAMPLES.join("`, `");
+            cx.err(at_loc, field, format!("{e}; e.g. `{examples}`"))
+        })?;
     let inner = format!("{field}.{}", f.kind());
     f.check()
         .map_err(|(k, why)| cx.err(at_loc, format!("{inner}.{k}"), why))?;
@@ -249,7 +252,18 @@ fn admin(
     env: &Environment,
 ) -> Result<sut::AdminCommand, ExperimentError> {
     let cmd: sut::AdminCommand = serde_json::from_value(value.clone()).map_err(|e| {
-        cx.err(at_loc, field, format!("{e}; expected one of cache_fill, cache_fill_to_limit, cache_on_full, cache_flush, cache_restart, set_slots, set_gpu_lanes, set_gpu_speed, set_gateway_attempts, zone_fail, zone_recover, zone_outage, zone_restore, stop_allocations, resume_allocations, throttle, oversized_documents, load_spike"))
+        let names: Vec<&str> = sut::AdminCommand::every()
+            .iter()
+            .map(|c| c.name())
+            .collect();
+        cx.err(
+            at_loc,
+            field,
+            format!(
+                "{e}; expected one of {}, oversized_documents, load_spike",
+                names.join(", ")
+            ),
+        )
     })?;
     cmd.validate().map_err(|e| match e {
         sut::AdminError::Field { field: f, why } => {
@@ -257,7 +271,7 @@ fn admin(
         }
         other => cx.err(at_loc, field, other.to_string()),
     })?;
-    if let Some(z) = command_zone(&cmd) {
+    if let Some(z) = cmd.row().zone.named() {
         if !zones.iter().any(|x| x == z) {
             return Err(cx.err(
                 at_loc,
@@ -322,7 +336,7 @@ fn entry_duration(
         return Err(cx.err(at_loc, field, why));
     }
     if lasting(op) == Lasting::Refused {
-        return Err(cx.err(at_loc, field, "only zone_fail, zone_outage, set_gpu_speed, stop_allocations, throttle, cpu_limit, pause, kill, network (undone at its end; a kill by a restart) and load_spike (its extra arrivals last for it) can have a duration"));
+        return Err(cx.err(at_loc, field, format!("only {} (undone at its end; a kill by a restart) and load_spike (its extra arrivals last for it) can have a duration", undoable().join(", "))));
     }
     if at + d > duration {
         return Err(cx.err(at_loc, field, "ends after the run"));
@@ -330,30 +344,18 @@ fn entry_duration(
     Ok(())
 }
 
-fn command_zone(cmd: &sut::AdminCommand) -> Option<&str> {
-    use sut::AdminCommand::*;
-    match cmd {
-        SetSlots { zone, .. } | SetGpuLanes { zone, .. } | SetGpuSpeed { zone, .. } => {
-            zone.as_deref()
-        }
-        ZoneFail { zone, .. }
-        | ZoneRecover { zone }
-        | ZoneOutage { zone }
-        | ZoneRestore { zone }
-        | StopAllocations { zone }
-        | ResumeAllocations { zone }
-        | Throttle { zone, .. } => Some(zone),
-        CacheFill { .. }
-        | CacheFillToLimit
-        | CacheOnFull { .. }
-        | CacheFlush { .. }
-        | CacheRestart
-        | SetGatewayAttempts { .. } => None,
-    }
+/// The faults and actions that can have a `duration` (undone at its end),
+/// as their rows say: the commands with an undo, then every generic fault.
+fn undoable() -> Vec<&'static str> {
+    let commands = sut::AdminCommand::every();
+    let commands = commands.iter().filter(|c| c.row().undo.is_some());
+    commands
+        .map(|c| c.name())
+        .chain(crate::env::faults::GenericFault::kinds())
+        .collect()
 }
 
 fn default_label(op: &TimelineOp) -> String {
-    use sut::AdminCommand::*;
     match op {
         TimelineOp::OversizedDocuments(o) => format!(
             "{} x{} ({}-{} pages)",
@@ -361,26 +363,6 @@ fn default_label(op: &TimelineOp) -> String {
         ),
         TimelineOp::LoadSpike(s) => super::spike::label(s),
         TimelineOp::Generic(f) => f.label(),
-        TimelineOp::Admin(c) => match c {
-            CacheFill { entries } => format!("cache fill {entries}"),
-            CacheFillToLimit => "cache at limit".into(),
-            CacheOnFull { on_full } => format!("cache on_full {on_full:?}"),
-            CacheFlush { share } => format!("cache flush {:.0}%", share * 100.0),
-            CacheRestart => "cache restart".into(),
-            SetSlots { slots, .. } => format!("slots {slots}"),
-            SetGpuLanes { lanes, .. } => format!("GPU lanes {lanes}"),
-            SetGpuSpeed { factor, .. } => format!("GPU speed x{factor}"),
-            SetGatewayAttempts { attempts } => format!("gateway attempts {attempts}"),
-            ZoneFail { zone, ratio } => format!("{zone} failing {:.0}%", ratio * 100.0),
-            ZoneRecover { zone } => format!("{zone} recovers"),
-            ZoneOutage { zone } => format!("{zone} out"),
-            ZoneRestore { zone } => format!("{zone} back"),
-            StopAllocations { zone } => format!("stop {zone}"),
-            ResumeAllocations { zone } => format!("resume {zone}"),
-            Throttle { zone, per_sec } => match per_sec {
-                Some(r) => format!("throttle {zone} {r}/s"),
-                None => format!("unthrottle {zone}"),
-            },
-        },
+        TimelineOp::Admin(c) => c.row().label,
     }
 }
