@@ -8,6 +8,7 @@
 //! file, line, column and field, and nothing runs before all of it passed.
 
 pub(crate) mod components;
+pub mod faults;
 pub mod images;
 pub mod raw;
 pub(crate) mod sampling;
@@ -70,7 +71,7 @@ pub enum Environment {
     External {
         url: String,
         admin_token: Option<String>,
-        components: std::collections::BTreeMap<String, crate::env::faults::ExternalComponent>,
+        components: std::collections::BTreeMap<String, faults::ExternalComponent>,
         /// Its Prometheus metrics URL when not `{url}/metrics`: what the
         /// sampler reads and the run's Prometheus scrapes for
         /// `target_series:` and `alerts:`.
@@ -324,7 +325,7 @@ pub enum TimelineOp {
     LoadSpike(LoadSpike),
     /// Done to a component's process from the outside (`faults/`): a CPU
     /// quota, a pause, a kill; needs no admin API.
-    Generic(crate::env::faults::GenericFault),
+    Generic(faults::GenericFault),
 }
 
 /// What undoes a fault at the end of its duration.
@@ -333,7 +334,7 @@ pub enum Revert {
     /// A command to the admin API.
     Admin(AdminCommand),
     /// The generic fault itself, undone (`faults::Injector::undo`).
-    Generic(crate::env::faults::GenericFault),
+    Generic(faults::GenericFault),
 }
 
 /// How much a `load_spike` adds: `{ factor: 2.5 }` (the arrival rate times
@@ -438,7 +439,7 @@ impl Experiment {
     }
 
     /// The timeline's generic faults (`cpu_limit`, `pause`, `kill`).
-    pub fn generic_faults(&self) -> impl Iterator<Item = &crate::env::faults::GenericFault> {
+    pub fn generic_faults(&self) -> impl Iterator<Item = &faults::GenericFault> {
         self.timeline.iter().filter_map(|e| match &e.op {
             TimelineOp::Generic(f) => Some(f),
             TimelineOp::Admin(_) | TimelineOp::OversizedDocuments(_) | TimelineOp::LoadSpike(_) => {
@@ -466,7 +467,7 @@ impl Experiment {
     /// the path into it.
     pub(crate) fn network_faulted(&self) -> std::collections::BTreeSet<String> {
         self.generic_faults()
-            .filter(|f| f.row().acts_on == crate::env::faults::ActsOn::Path)
+            .filter(|f| f.row().acts_on == faults::ActsOn::Path)
             .map(|f| f.component().to_string())
             .collect()
     }

@@ -159,7 +159,8 @@ pub struct RawTarget {
     pub admin_token: Option<String>,
     /// Its parts that generic faults may act on, by name.
     #[serde(default)]
-    pub components: std::collections::BTreeMap<String, crate::env::faults::ExternalComponent>,
+    pub components:
+        std::collections::BTreeMap<String, crate::experiment::faults::ExternalComponent>,
     /// The target's Prometheus metrics URL when not `{url}/metrics` (e.g.
     /// `http://127.0.0.1:9100/metrics`): read by the harness's sampler and
     /// scraped by the run's Prometheus for `target_series:` and `alerts:`;

@@ -25,7 +25,7 @@ pub const COMMITTED: &str = "experiments/experiment.schema.json";
 #[serde(untagged)]
 pub(crate) enum TimelineOp {
     Harness(HarnessOp),
-    Generic(crate::env::faults::GenericFault),
+    Generic(crate::experiment::faults::GenericFault),
     Admin(sut::AdminCommand),
 }
 

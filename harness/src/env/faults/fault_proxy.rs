@@ -33,6 +33,20 @@ pub(crate) struct Impairment {
     pub reset: f64,
 }
 
+impl Impairment {
+    /// A `network` fault's values as the proxy applies them (percentages as
+    /// shares, kilobytes as bytes).
+    pub(crate) fn of(n: &crate::experiment::faults::NetworkFault) -> Impairment {
+        Impairment {
+            delay: n.delay.unwrap_or_default(),
+            jitter: n.jitter.unwrap_or_default(),
+            loss: n.loss / 100.0,
+            bandwidth: n.bandwidth.map(|kb| kb * 1000),
+            reset: n.reset / 100.0,
+        }
+    }
+}
+
 /// How long TCP waits before resending a lost segment (its minimum RTO).
 const RETRANSMIT: Duration = Duration::from_millis(200);
 

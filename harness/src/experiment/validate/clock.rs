@@ -92,7 +92,7 @@ pub fn check_virtual_clock(
     }
     for (i, e) in view.timeline.iter().enumerate() {
         let kind = e.value.fault.as_ref().and_then(|f| {
-            crate::env::faults::GenericFault::kinds()
+            crate::experiment::faults::GenericFault::kinds()
                 .into_iter()
                 .find(|k| f.get(k).is_some())
         });

@@ -125,7 +125,7 @@ fn timeline_entry(
             o,
             is_fault,
         )?)
-    } else if crate::env::faults::GenericFault::kinds()
+    } else if crate::experiment::faults::GenericFault::kinds()
         .iter()
         .any(|k| value.get(k).is_some())
     {
@@ -200,10 +200,10 @@ fn generic(
     value: &serde_json::Value,
     zones: &[String],
     env: &Environment,
-) -> Result<crate::env::faults::GenericFault, ExperimentError> {
-    let f: crate::env::faults::GenericFault =
-        serde_json::from_value(value.clone()).map_err(|e| {
-            let examples = crate::env::faults::GenericFault::EXAMPLES.join("`, `");
+) -> Result<crate::experiment::faults::GenericFault, ExperimentError> {
+    let f: crate::experiment::faults::GenericFault = serde_json::from_value(value.clone())
+        .map_err(|e| {
+            let examples = crate::experiment::faults::GenericFault::EXAMPLES.join("`, `");
             cx.err(at_loc, field, format!("{e}; e.g. `{examples}`"))
         })?;
     let inner = format!("{field}.{}", f.kind());
@@ -351,7 +351,7 @@ fn undoable() -> Vec<&'static str> {
     let commands = commands.iter().filter(|c| c.row().undo.is_some());
     commands
         .map(|c| c.name())
-        .chain(crate::env::faults::GenericFault::kinds())
+        .chain(crate::experiment::faults::GenericFault::kinds())
         .collect()
 }
 

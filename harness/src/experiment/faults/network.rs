@@ -3,7 +3,6 @@
 //! impossible. Its row is in `GenericFault::row`, its effect in
 //! `Injector::apply`.
 
-use super::fault_proxy;
 use serde::Deserialize;
 
 /// `network: { component, delay, jitter, loss, bandwidth, reset }`.
@@ -31,14 +30,14 @@ pub struct NetworkFault {
 }
 
 impl NetworkFault {
-    pub(super) fn impairment(&self) -> fault_proxy::Impairment {
-        fault_proxy::Impairment {
-            delay: self.delay.unwrap_or_default(),
-            jitter: self.jitter.unwrap_or_default(),
-            loss: self.loss / 100.0,
-            bandwidth: self.bandwidth.map(|kb| kb * 1000),
-            reset: self.reset / 100.0,
-        }
+    /// No delay, jitter, loss, bandwidth limit or reset: the fault proxy
+    /// would pass everything through unchanged.
+    fn does_nothing(&self) -> bool {
+        self.delay.unwrap_or_default().is_zero()
+            && self.jitter.unwrap_or_default().is_zero()
+            && self.loss == 0.0
+            && self.bandwidth.is_none()
+            && self.reset == 0.0
     }
 
     pub(super) fn check(&self) -> Result<(), (&'static str, String)> {
@@ -59,7 +58,7 @@ impl NetworkFault {
         {
             return Err(("jitter", "must not exceed the delay".into()));
         }
-        if self.impairment() == fault_proxy::Impairment::default() {
+        if self.does_nothing() {
             return Err((
                 "delay",
                 "the fault does nothing: give delay, loss, bandwidth or reset".into(),
