@@ -34,7 +34,7 @@ fn main() -> ExitCode {
     // Faults a harness killed earlier (SIGKILL) left in force are undone at
     // every start, and said; agents apply none and leave them to their run.
     if !matches!(cli.command, Some(Command::Agent(_))) {
-        for line in harness::env::faults::ledger::recover() {
+        for line in harness::env::ledger::recover() {
             eprintln!("harness: undone, left by an earlier harness: {line}");
         }
         harness::env::components::sweep_leftover_dirs();

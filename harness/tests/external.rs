@@ -56,7 +56,7 @@ variants:
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let frozen_left = harness::env::faults::cgroup::leftover_fault_cgroups()
+    let frozen_left = harness::env::cgroup::leftover_fault_cgroups()
         .into_iter()
         .any(|p| {
             p.display()

@@ -81,7 +81,7 @@ fn harness(ledger: &Path) -> Command {
 
 /// The fault cgroups of harness `pid` (named `harness-fault-<pid>-...`).
 fn cgroups_of(pid: u32) -> Vec<PathBuf> {
-    harness::env::faults::cgroup::leftover_fault_cgroups()
+    harness::env::cgroup::leftover_fault_cgroups()
         .into_iter()
         .filter(|p| {
             p.file_name().is_some_and(|n| {

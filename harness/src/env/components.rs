@@ -24,7 +24,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
 
-use crate::env::faults::ledger::{process_start, Ledger, Record};
+use crate::env::ledger::{Ledger, Record};
+use crate::env::procfs::{descendants, process_start};
 
 /// How long a component may take to listen.
 const STARTUP: Duration = Duration::from_secs(60);
@@ -404,39 +405,6 @@ async fn wait_accepting(
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-}
-
-/// Every descendant of `pid` (children, their children, ...), from /proc.
-pub(crate) fn descendants(pid: u32) -> Vec<u32> {
-    let mut parent_of = Vec::new();
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for e in entries.flatten() {
-            let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
-                continue;
-            };
-            let ppid = stat
-                .rfind(')')
-                .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
-                .and_then(|x| x.parse::<u32>().ok());
-            if let Some(pp) = ppid {
-                parent_of.push((p, pp));
-            }
-        }
-    }
-    let mut out = Vec::new();
-    let mut frontier = vec![pid];
-    while let Some(p) = frontier.pop() {
-        for (c, pp) in &parent_of {
-            if *pp == p && !out.contains(c) {
-                out.push(*c);
-                frontier.push(*c);
-            }
-        }
-    }
-    out
 }
 
 /// A free loopback port (bound, read, released), for a proxy's listen or

@@ -14,10 +14,13 @@ use gpu_executor::PageExecutor;
 use std::sync::Arc;
 use sut::System;
 
+pub mod cgroup;
 pub mod components;
 pub mod containers;
 pub mod docker;
 pub mod faults;
+pub mod ledger;
+pub(crate) mod procfs;
 pub(crate) mod proxy_gateway;
 mod split;
 pub(crate) mod timeline;
@@ -275,7 +278,7 @@ pub async fn start(
             let mut target = Target::elsewhere(url.clone(), admin_token.clone());
             target.metrics_url = metrics.clone();
             if exp.needs_components() {
-                let ledger = Arc::new(crate::env::faults::ledger::Ledger::open()?);
+                let ledger = Arc::new(crate::env::ledger::Ledger::open()?);
                 target.faults = Some(Arc::new(crate::env::faults::Injector::for_external(
                     ledger, components,
                 )?));

@@ -68,7 +68,7 @@ fn container_faults(
     set: &crate::env::containers::ContainerSet,
     faulted: FaultProxies,
 ) -> anyhow::Result<crate::env::faults::Injector> {
-    let ledger = Arc::new(crate::env::faults::ledger::Ledger::open()?);
+    let ledger = Arc::new(crate::env::ledger::Ledger::open()?);
     let map = set
         .ids()
         .into_iter()
@@ -98,7 +98,7 @@ pub(super) async fn start_components(
     // One folder per started set: variants of the same name in one process
     // (tests, campaigns in threads) must not share logs or files.
     static SETS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let ledger = Arc::new(crate::env::faults::ledger::Ledger::open()?);
+    let ledger = Arc::new(crate::env::ledger::Ledger::open()?);
     let mut config = v.system.clone();
     let redis = own_redis(&mut config, &v.name)?;
     let dir = std::env::temp_dir().join(format!(

@@ -377,11 +377,11 @@ pub struct RawTimelineEntry {
     pub duration: Option<String>,
     /// A fault: what went wrong in the incident. Exactly one of `fault`/`action`.
     #[serde(default)]
-    #[schemars(with = "Option<super::schema::TimelineOp>")]
+    #[schemars(with = "Option<SchemaTimelineOp>")]
     pub fault: Option<serde_json::Value>,
     /// An operator's mitigation.
     #[serde(default)]
-    #[schemars(with = "Option<super::schema::TimelineOp>")]
+    #[schemars(with = "Option<SchemaTimelineOp>")]
     pub action: Option<serde_json::Value>,
     /// Whether the entry counts as a trigger for the metastability verdict
     /// (default: faults do, actions do not; a standing condition such as a
@@ -441,3 +441,28 @@ pub struct RawIncidentFigure {
 
 /// `expect:` as written: variant -> metric (with window/zone) -> comparison.
 pub type RawExpect = IndexMap<String, IndexMap<String, Spanned<ExpectValue>>>;
+
+/// A timeline entry's `fault` or `action` as `validate/timeline.rs` reads
+/// it: a harness-side trigger, a generic fault on a component (`faults/`),
+/// or one of the system's admin commands.
+/// Schema only: the validator parses the value itself to locate its errors.
+#[allow(dead_code)]
+#[derive(schemars::JsonSchema)]
+#[serde(untagged)]
+#[schemars(rename = "TimelineOp")]
+pub(crate) enum SchemaTimelineOp {
+    Harness(HarnessOp),
+    Generic(crate::experiment::faults::GenericFault),
+    Admin(sut::AdminCommand),
+}
+
+/// The triggers the harness itself makes (extra documents), not the system.
+#[allow(dead_code)]
+#[derive(schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum HarnessOp {
+    /// Very large documents from one tenant (seed 000's trigger).
+    OversizedDocuments(super::OversizedDocuments),
+    /// Extra arrivals on top of the workload for the entry's duration.
+    LoadSpike(RawLoadSpike),
+}

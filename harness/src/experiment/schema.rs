@@ -9,36 +9,11 @@
 //! (durations that parse, zones that exist, a trigger after the baseline)
 //! and reports it with file, line and column.
 
-use super::raw::{RawExperiment, RawLoadSpike};
-use super::OversizedDocuments;
+use super::raw::RawExperiment;
 
 /// Where the committed copy lives, relative to the repository root; the
 /// shipped experiments name it as `$schema`.
 pub const COMMITTED: &str = "experiments/experiment.schema.json";
-
-/// A timeline entry's `fault` or `action` as `validate/timeline.rs` reads
-/// it: a harness-side trigger, a generic fault on a component (`faults/`),
-/// or one of the system's admin commands.
-/// Schema only: the validator parses the value itself to locate its errors.
-#[allow(dead_code)]
-#[derive(schemars::JsonSchema)]
-#[serde(untagged)]
-pub(crate) enum TimelineOp {
-    Harness(HarnessOp),
-    Generic(crate::experiment::faults::GenericFault),
-    Admin(sut::AdminCommand),
-}
-
-/// The triggers the harness itself makes (extra documents), not the system.
-#[allow(dead_code)]
-#[derive(schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum HarnessOp {
-    /// Very large documents from one tenant (seed 000's trigger).
-    OversizedDocuments(OversizedDocuments),
-    /// Extra arrivals on top of the workload for the entry's duration.
-    LoadSpike(RawLoadSpike),
-}
 
 /// The schema as pretty JSON, ending in a newline.
 pub fn json() -> String {

@@ -9,7 +9,7 @@
 //! starts nothing more, and waits for them.
 
 use super::collect::{self, Exit};
-use super::plan::{Job, Plan};
+use super::plan::{Job, Outcome, Plan};
 use crate::base::exit::CliError;
 use crate::base::interrupt::StopSignal;
 use run_report::campaign::{CampaignRun, RunStatus};
@@ -19,12 +19,6 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// What the runs left, and the parallelism the campaign ended at.
-pub(crate) struct Outcome {
-    pub runs: Vec<CampaignRun>,
-    pub parallel_end: usize,
-}
 
 /// The campaign's Ctrl-C handler (a second Ctrl-C exits at once; the
 /// children then get SIGINT from the kernel as their parent dies).

@@ -10,6 +10,12 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// What the runs left, and the parallelism the campaign ended at.
+pub(crate) struct Outcome {
+    pub runs: Vec<CampaignRun>,
+    pub parallel_end: usize,
+}
+
 /// What `--resume` needs to run the same campaign again: written first.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Saved {
@@ -229,12 +235,7 @@ impl Plan {
     }
 
     /// The campaign judged from what the runs left.
-    pub fn summary(
-        &self,
-        done: super::execute::Outcome,
-        wall: Duration,
-        interrupted: bool,
-    ) -> CampaignSummary {
+    pub fn summary(&self, done: Outcome, wall: Duration, interrupted: bool) -> CampaignSummary {
         let plan = CampaignPlan {
             experiment: self.exp.name.clone(),
             quick: self.exp.quick,

@@ -4,9 +4,7 @@
 
 pub mod k8s;
 mod objects;
-mod policies;
 mod readme;
-mod run_jobs;
 pub mod seeds;
 
 use crate::cli::K8sArgs;

@@ -141,8 +141,8 @@ impl Readme<'_> {
              The agents run `harness {}`; Kubernetes sets `JOB_COMPLETION_INDEX` in each pod of the Indexed Job, which is the agent's shard \
              (document k of the seeded schedule belongs to shard k mod {}). \
              The summary JSON is on the coordinator's stdout; the report folder is in an `emptyDir` and goes with the pod, so mount a volume at `/reports` to keep it.\n",
-            super::run_jobs::coordinator_args(exp, "<variant>", o).join(" "),
-            super::run_jobs::agent_args(exp, "<variant>", o).join(" "),
+            super::k8s::run_jobs::coordinator_args(exp, "<variant>", o).join(" "),
+            super::k8s::run_jobs::agent_args(exp, "<variant>", o).join(" "),
             o.agents
         );
         let _ = writeln!(
@@ -177,7 +177,7 @@ impl Readme<'_> {
              Scaling the Deployment to 0 would instead refuse connections at once (a fast failure the router handles differently) and bring the zone back as a new, cold pod: a restart, not an outage. \
              Caveats: the effect needs a CNI that enforces NetworkPolicies, and some drop only new connections, not established ones."
         );
-        let outages = super::policies::outage_zones(exp);
+        let outages = super::k8s::policies::outage_zones(exp);
         if !outages.is_empty() {
             let _ = writeln!(s, "\nThis experiment's outages, as kubectl:\n\n```sh");
             for (v, z) in outages {

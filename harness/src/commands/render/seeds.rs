@@ -14,13 +14,13 @@
 //! Checked offline like the rest (`kubernetes-validate`); never applied to a
 //! cluster here.
 
+use super::k8s::policies::policy;
+use super::k8s::run_jobs::Jobs;
 use super::k8s::{
     check_renderable, config_volume, labels, meta, namespace_and_config, needs_redis, obj,
     requests, K8sOptions, Manifest, RenderError, CONFIG_DIR,
 };
 use super::objects::*;
-use super::policies::policy;
-use super::run_jobs::Jobs;
 use crate::experiment::Experiment;
 use std::fmt::Write;
 

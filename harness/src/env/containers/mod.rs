@@ -520,3 +520,6 @@ mod tests {
         assert_eq!((i.sut.as_str(), i.redis.as_str()), ("a:1", "redis:7"));
     }
 }
+
+#[cfg(test)]
+mod ledger_tests;

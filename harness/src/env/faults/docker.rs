@@ -6,9 +6,9 @@
 //! on the variant's network, so the gateway reaches it again). Undoing a CPU
 //! limit is `docker update --cpus 0` (no limit). Each call is bounded in time.
 
-use super::ledger::Record;
 use super::{Active, FaultError, GenericFault, Injector};
 use crate::env::docker::{self, DockerCallError};
+use crate::env::ledger::Record;
 
 /// How a container fault is undone.
 #[derive(Debug, Clone, Copy)]

@@ -16,14 +16,13 @@
 //!
 //! `cgroup.rs` does the quota and the freezing, `ledger.rs` the state file.
 
-pub mod cgroup;
 mod docker;
 pub(crate) mod fault_proxy;
-pub mod ledger;
 pub use crate::experiment::faults::{ExternalComponent, GenericFault, NetworkFault};
 
+use crate::env::cgroup;
 use crate::env::components::ProcessSet;
-use ledger::{Ledger, Record};
+use crate::env::ledger::{Ledger, Record};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -56,7 +55,7 @@ pub(crate) enum FaultError {
     #[error(transparent)]
     Cgroup(#[from] cgroup::CgroupError),
     #[error(transparent)]
-    Ledger(#[from] ledger::LedgerError),
+    Ledger(#[from] crate::env::ledger::LedgerError),
     #[error("{0:#}")]
     Process(anyhow::Error),
     #[error("no fault proxy in the path into {0} (the environment puts one there only for components a network fault names)")]

@@ -4,11 +4,11 @@
 //! Indexed Job whose `JOB_COMPLETION_INDEX` is the shard. `Jobs` is shared
 //! with the campaign's Indexed Jobs (`seeds.rs`).
 
-use super::k8s::{
+use super::{
     config_volume, labels, meta, obj, port, requests, service, K8sOptions, RenderError, CONFIG_DIR,
     COORDINATOR_PORT, SUT_PORT,
 };
-use super::objects::*;
+use crate::commands::render::objects::*;
 use crate::experiment::Experiment;
 
 /// The coordinator's command line (also quoted in the README).

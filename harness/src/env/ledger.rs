@@ -12,6 +12,7 @@
 //! reused pid does not keep a dead harness's faults alive.
 
 use super::cgroup::{CgroupError, Placement};
+use super::procfs::{is_zombie, process_start};
 use crate::env::docker::{self, DockerCallError};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -130,29 +131,6 @@ pub fn dir() -> PathBuf {
         return PathBuf::from(x).join("harness-faults");
     }
     PathBuf::from("/tmp/harness-faults")
-}
-
-/// The start time of `pid` (clock ticks since boot, field 22 of its stat), or
-/// None when no such process runs.
-pub(crate) fn process_start(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command may contain spaces and parentheses: fields follow the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
-
-/// Whether `pid` has exited but not been reaped (a zombie: its parent, the
-/// killed harness, is gone and the new parent may never reap it).
-fn is_zombie(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            let rest = &s[s.rfind(')')? + 1..];
-            rest.split_whitespace()
-                .next()
-                .map(|st| st == "Z" || st == "X")
-        })
-        .unwrap_or(false)
 }
 
 impl Ledger {
@@ -294,7 +272,7 @@ pub fn recover() -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     #[test]
@@ -306,8 +284,8 @@ mod tests {
     }
 
     /// Container records as ledgers have always written them.
-    const PAUSED: &str = r#"{"docker_paused":{"id":"ID","name":"pool-az1"}}"#;
-    const CPUS: &str = r#"{"docker_cpus":{"id":"ID","name":"pool-az1"}}"#;
+    pub(in crate::env) const PAUSED: &str = r#"{"docker_paused":{"id":"ID","name":"pool-az1"}}"#;
+    pub(in crate::env) const CPUS: &str = r#"{"docker_cpus":{"id":"ID","name":"pool-az1"}}"#;
 
     #[test]
     fn container_records_keep_their_format() {
@@ -324,53 +302,5 @@ mod tests {
                 name: "pool-az1".into()
             }
         );
-    }
-
-    /// A paused container with a CPU limit, recorded in the ledger format,
-    /// is unpaused and unlimited by the records' undo, called from inside a
-    /// runtime as a drop would; once it is gone, the undo says so. Skipped
-    /// without Docker or the Redis image, unless `HARNESS_REQUIRE_DOCKER=1`.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn container_records_are_undone() {
-        use testcontainers::core::WaitFor;
-        use testcontainers::runners::AsyncRunner;
-        use testcontainers::GenericImage;
-        let image = crate::env::containers::ContainerImages::resolve(None, None).redis;
-        if let Err(why) = crate::env::containers::check_these(&[&image]).await {
-            assert!(
-                std::env::var("HARNESS_REQUIRE_DOCKER").as_deref() != Ok("1"),
-                "HARNESS_REQUIRE_DOCKER=1 but: {why}"
-            );
-            println!("SKIPPED: {why}");
-            return;
-        }
-        let (name, tag) = crate::env::containers::split_image(&image);
-        let c = GenericImage::new(name, tag)
-            .with_wait_for(WaitFor::message_on_stdout("Ready to accept connections"))
-            .start()
-            .await
-            .unwrap();
-        let id = c.id().to_string();
-        docker::update_cpus(&id, 0.5).await.unwrap();
-        docker::pause(&id).await.unwrap();
-        assert_eq!(
-            docker::paused_and_nano_cpus(&id).await.unwrap(),
-            (true, 500_000_000)
-        );
-        let record =
-            |text: &str| -> Record { serde_json::from_str(&text.replace("ID", &id)).unwrap() };
-        let done = [record(PAUSED).undo().unwrap(), record(CPUS).undo().unwrap()];
-        assert_eq!(
-            done,
-            [
-                format!("unpaused container pool-az1 ({id})"),
-                format!("lifted the CPU limit of container pool-az1 ({id})")
-            ]
-        );
-        // Unpaused. (Whether the engine lifts the limit on `--cpus 0` is the
-        // engine's: Docker 20.10 keeps it, as `docker update --cpus 0` did.)
-        assert!(!docker::paused_and_nano_cpus(&id).await.unwrap().0);
-        c.rm().await.unwrap();
-        assert_eq!(record(PAUSED).undo().unwrap(), "container pool-az1 is gone");
     }
 }

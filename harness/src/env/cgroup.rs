@@ -154,7 +154,7 @@ impl Placement {
         // The process and its children (nginx's workers were forked
         // before, so they do not follow the master by themselves).
         write(&self.dir.join("cgroup.procs"), &self.pid.to_string())?;
-        for child in crate::env::components::descendants(self.pid) {
+        for child in crate::env::procfs::descendants(self.pid) {
             // One that exited in between is not an error.
             let _ = std::fs::write(self.dir.join("cgroup.procs"), child.to_string());
         }

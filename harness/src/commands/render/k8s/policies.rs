@@ -3,8 +3,8 @@
 //! zone outage can be the deletion of one policy (see `readme.rs` for why
 //! that rather than scaling to 0).
 
-use super::k8s::{labels, meta, needs_redis, obj, RenderError};
-use super::objects::*;
+use super::{labels, meta, needs_redis, obj, RenderError};
+use crate::commands::render::objects::*;
 use crate::experiment::{Experiment, TimelineOp};
 use sut::command_row::Host;
 

@@ -16,6 +16,9 @@
 //! Nothing here talks to a cluster: the output is files, checked offline
 //! against a pinned Kubernetes schema by `kubernetes-validate`.
 
+pub(super) mod policies;
+pub(super) mod run_jobs;
+
 use super::objects::*;
 use crate::experiment::Experiment;
 use std::collections::BTreeMap;
@@ -258,12 +261,12 @@ pub fn render(exp: &Experiment, o: &K8sOptions) -> Result<Vec<Manifest>, RenderE
         });
         out.push(Manifest {
             file: format!("20-{}-run.yaml", v.name),
-            documents: super::run_jobs::run_objects(exp, ns, &v.name, o)?,
+            documents: run_jobs::run_objects(exp, ns, &v.name, o)?,
         });
     }
     out.push(Manifest {
         file: "30-network-policies.yaml".into(),
-        documents: super::policies::network_policies(exp, ns)?,
+        documents: policies::network_policies(exp, ns)?,
     });
     Ok(out)
 }
