@@ -16,7 +16,6 @@ mod admin;
 pub(crate) mod admission;
 mod api;
 pub(crate) mod cache;
-pub mod command_row;
 pub mod config;
 mod entropy;
 mod exposition;
@@ -40,7 +39,9 @@ pub(crate) mod zone_pool;
 // What the harness (or any client) builds on: the service, its
 // configuration, its wire types, its admin commands and queries, its metric
 // contract, and the Redis server it can start for an embedded run.
-pub use admin::{AdminCommand, AdminError, DocumentRef, WorkInProgress, WorkQuery, WORK_PATH};
+pub use admin::{
+    command_row, AdminCommand, AdminError, DocumentRef, WorkInProgress, WorkQuery, WORK_PATH,
+};
 pub use api::{
     ErrorBody, ExtractRequest, ExtractResponse, JobAccepted, JobPending, RejectReason, Reply,
     ResultSource, EXTRACT_PATH, JOBS_PATH,

@@ -11,9 +11,9 @@
 //! pools' metrics are merged into the gateway's, so a harness talks to one
 //! address whatever the shape.
 
+use crate::admin::command_row::{CacheEffect, Part};
 use crate::admin::{AdminCommand, AdminError, WorkInProgress, WorkQuery};
 use crate::cache::{MemoryCache, ResultCache};
-use crate::command_row::{CacheEffect, Part};
 use crate::config::{CacheBackend, SystemConfig};
 use crate::entropy::Entropy;
 use crate::failure_cache::FailureCache;

@@ -7,7 +7,7 @@
 //! matching on the command, so a new command is its variant, its row and
 //! its effect in `System::apply`.
 
-use crate::admin::{AdminCommand, AdminError};
+use super::{AdminCommand, AdminError};
 
 /// Everything decided per command, declared once in [`AdminCommand::row`]:
 /// the system, the harness's validator and timeline, and the Kubernetes

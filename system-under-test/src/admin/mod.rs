@@ -6,8 +6,10 @@
 //! happened in an incident (a cache left at its limit, a failing zone, an
 //! operator freeing capacity or cutting retries); none of them forces 503s.
 
-use crate::command_row::{first_bad, CacheEffect, CommandRow, Host, K8s, Part, Zone};
+pub mod command_row;
+
 use crate::config::OnFull;
+use command_row::{first_bad, CacheEffect, CommandRow, Host, K8s, Part, Zone};
 use serde::{Deserialize, Serialize};
 
 /// One fault or operator action. JSON: `{"cache_fill": {"entries": 1000}}` or
