@@ -93,13 +93,28 @@ pub(crate) fn apply_clock(
     Ok(())
 }
 
-/// `--agents`, `--agent-listen`, `--deployed`: checked before anything runs.
-fn agent_options(
-    path: &Path,
-    exp: &Experiment,
-    args: &RunArgs,
-) -> Result<Option<run::AgentOptions>, String> {
-    use crate::run::agent::coordinator::AgentSource;
+/// Why `--agents`, `--agent-listen` or `--deployed` cannot be used as given.
+#[derive(Debug, thiserror::Error)]
+enum OptionError {
+    #[error("--deployed {url}: {error}")]
+    DeployedUrl { url: String, error: url::ParseError },
+    #[error("--deployed {0} is not a loopback address; load goes to this machine only unless --allow-remote")]
+    DeployedRemote(String),
+    #[error("--deployed drives one variant's system: name it with --variant")]
+    DeployedVariants,
+    #[error("--agents must be between 1 and 1000, not {0}")]
+    AgentCount(u32),
+    #[error("--agents with an external target is not supported: the agents drive a system this run starts or --deployed names")]
+    AgentsExternal,
+    #[error("--agent-listen {0} is not a loopback address; agents elsewhere need --allow-remote")]
+    ListenRemote(std::net::SocketAddr),
+}
+
+/// `--deployed`: a loopback URL (unless --allow-remote), for one variant.
+fn check_deployed(exp: &Experiment, args: &RunArgs) -> Result<(), OptionError> {
+    let Some(url) = &args.deployed else {
+        return Ok(());
+    };
     let loopback = |host: Option<&str>| {
         host.is_some_and(|h| {
             h == "localhost"
@@ -108,35 +123,47 @@ fn agent_options(
                     .is_ok_and(|ip| ip.is_loopback())
         })
     };
-    if let Some(url) = &args.deployed {
-        let u = reqwest::Url::parse(url).map_err(|e| format!("--deployed {url}: {e}"))?;
-        if !loopback(u.host_str()) && !args.allow_remote {
-            return Err(format!("--deployed {url} is not a loopback address; load goes to this machine only unless --allow-remote"));
-        }
-        let chosen = exp
-            .variants
-            .iter()
-            .filter(|v| args.variant.as_ref().is_none_or(|n| n == &v.name))
-            .count();
-        if chosen != 1 {
-            return Err("--deployed drives one variant's system: name it with --variant".into());
-        }
+    let u = reqwest::Url::parse(url).map_err(|error| OptionError::DeployedUrl {
+        url: url.clone(),
+        error,
+    })?;
+    if !loopback(u.host_str()) && !args.allow_remote {
+        return Err(OptionError::DeployedRemote(url.clone()));
     }
+    let chosen = exp
+        .variants
+        .iter()
+        .filter(|v| args.variant.as_ref().is_none_or(|n| n == &v.name))
+        .count();
+    if chosen != 1 {
+        return Err(OptionError::DeployedVariants);
+    }
+    Ok(())
+}
+
+/// `--agents`, `--agent-listen`, `--deployed`: checked before anything runs.
+fn agent_options(
+    path: &Path,
+    exp: &Experiment,
+    args: &RunArgs,
+) -> Result<Option<run::AgentOptions>, OptionError> {
+    use crate::run::agent::coordinator::AgentSource;
+    check_deployed(exp, args)?;
     let Some(count) = args.agents else {
         return Ok(None);
     };
     if !(1..=1000).contains(&count) {
-        return Err(format!("--agents must be between 1 and 1000, not {count}"));
+        return Err(OptionError::AgentCount(count));
     }
     if let experiment::Environment::External { .. } = exp.environment {
         if args.deployed.is_none() {
-            return Err("--agents with an external target is not supported: the agents drive a system this run starts or --deployed names".into());
+            return Err(OptionError::AgentsExternal);
         }
     }
     let (listen, source, join) = match args.agent_listen {
         Some(addr) => {
             if !addr.ip().is_loopback() && !args.allow_remote {
-                return Err(format!("--agent-listen {addr} is not a loopback address; agents elsewhere need --allow-remote"));
+                return Err(OptionError::ListenRemote(addr));
             }
             (
                 addr,

@@ -95,17 +95,25 @@ pub(crate) struct LaneOutcome {
 /// Overrides the lane count (one per core by default).
 pub(crate) const LANES_VAR: &str = "HARNESS_LOAD_LANES";
 
+/// Why the load's lanes cannot run (kept, and cloned to every later
+/// caller, since the lanes start once per process).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum LanesError {
+    #[error("{LANES_VAR}={0:?}: a whole number of lanes from 1 to {MAX_LANES}")]
+    BadCount(String),
+    #[error("starting a load lane: {0}")]
+    Start(String),
+}
+
 /// How many lanes: `var` (1..=16) when set, else one per core.
-fn lane_count(var: Option<&str>) -> Result<usize, String> {
+fn lane_count(var: Option<&str>) -> Result<usize, LanesError> {
     match var {
         None => Ok(std::thread::available_parallelism()
             .map_or(2, |n| n.get())
             .clamp(1, MAX_LANES)),
         Some(v) => match v.trim().parse::<usize>() {
             Ok(n) if (1..=MAX_LANES).contains(&n) => Ok(n),
-            _ => Err(format!(
-                "{LANES_VAR}={v:?}: a whole number of lanes from 1 to {MAX_LANES}"
-            )),
+            _ => Err(LanesError::BadCount(v.to_string())),
         },
     }
 }
@@ -118,13 +126,13 @@ impl Lanes {
     /// The lanes, started on the first call: one per core, or
     /// `HARNESS_LOAD_LANES` of them (a diagnostic: the virtual clock runs
     /// one lane, and comparing the clocks needs real time with one too).
-    pub(crate) fn get() -> Result<Lanes, String> {
-        static LANES: OnceLock<Result<Vec<Handle>, String>> = OnceLock::new();
+    pub(crate) fn get() -> Result<Lanes, LanesError> {
+        static LANES: OnceLock<Result<Vec<Handle>, LanesError>> = OnceLock::new();
         LANES
             .get_or_init(|| {
                 let n = lane_count(std::env::var(LANES_VAR).ok().as_deref())?;
                 (0..n)
-                    .map(|_| start_lane().map_err(|e| format!("starting a load lane: {e}")))
+                    .map(|_| start_lane().map_err(|e| LanesError::Start(e.to_string())))
                     .collect()
             })
             .as_deref()
@@ -253,7 +261,7 @@ mod tests {
         assert_eq!(lane_count(Some("1")), Ok(1));
         assert_eq!(lane_count(Some(" 3 ")), Ok(3));
         for bad in ["0", "17", "two", ""] {
-            let e = lane_count(Some(bad)).unwrap_err();
+            let e = lane_count(Some(bad)).unwrap_err().to_string();
             assert!(e.contains(LANES_VAR), "{e}");
         }
     }

@@ -173,7 +173,7 @@ pub(crate) async fn drive_in_process(
 /// Drives the plan to its end with goose, and returns goose's counts.
 pub async fn drive(plan: LoadPlan) -> anyhow::Result<LoadOutcome> {
     let base_url = plan.base_url.clone();
-    let lanes = Lanes::get().map_err(anyhow::Error::msg)?;
+    let lanes = Lanes::get()?;
     let n = lanes.count(plan.max_in_flight);
     // One connection per journey in flight at most (each has one attempt
     // out), the cap shared out between the lanes.

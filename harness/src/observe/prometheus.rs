@@ -43,7 +43,19 @@ pub enum PromError {
     #[error("prometheus did not become ready: {0}")]
     NotReady(String),
     #[error("reading the alert history from prometheus: {0}")]
-    Query(String),
+    Query(QueryError),
+}
+
+/// Why a range query gave no matrix: the request failed, or Prometheus
+/// answered with its own error (its text).
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    #[error("{0}")]
+    Url(#[from] url::ParseError),
+    #[error("{0}")]
+    Request(#[from] reqwest::Error),
+    #[error("{0}")]
+    Prometheus(String),
 }
 
 /// True when `name` is an executable on `PATH`.
@@ -448,7 +460,7 @@ pub(crate) async fn query_range(
     query: &str,
     (start, end): (f64, f64),
     step_s: f64,
-) -> Result<Vec<serde_json::Value>, String> {
+) -> Result<Vec<serde_json::Value>, QueryError> {
     let url = reqwest::Url::parse_with_params(
         &format!("{base}/api/v1/query_range"),
         &[
@@ -457,21 +469,20 @@ pub(crate) async fn query_range(
             ("end", format!("{end:.3}")),
             ("step", format!("{step_s}")),
         ],
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let body: serde_json::Value = http
         .get(url)
         .timeout(Duration::from_secs(10))
         .send()
-        .await
-        .map_err(|e| e.to_string())?
+        .await?
         .json()
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
     if body["status"] != "success" {
-        return Err(body["error"]
-            .as_str()
-            .map_or_else(|| body.to_string(), String::from));
+        return Err(QueryError::Prometheus(
+            body["error"]
+                .as_str()
+                .map_or_else(|| body.to_string(), String::from),
+        ));
     }
     Ok(body["data"]["result"]
         .as_array()

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 /// Readings taken when the load starts.
 pub struct CostMeter {
     at: Instant,
-    threads: Result<Snapshot, String>,
+    threads: std::io::Result<Snapshot>,
     in_process: bool,
     /// `(label, id, CPU seconds so far or why not)`.
     containers: Vec<(String, String, Result<f64, cpu::NoCpuAccount>)>,
@@ -36,7 +36,7 @@ impl CostMeter {
             .collect::<Vec<_>>();
         CostMeter {
             at: Instant::now(),
-            threads: Snapshot::now().map_err(|e| format!("/proc/self/task unreadable: {e}")),
+            threads: Snapshot::now(),
             in_process: target.on_own_threads(),
             external: !target.on_own_threads() && containers.is_empty(),
             containers,
@@ -62,8 +62,7 @@ impl CostMeter {
                     "this process per thread from /proc/self/task/*/stat, grouped by thread name",
                 );
             }
-            (Err(e), _) => not_measured.push(format!("the harness's CPU: {e}")),
-            (_, Err(e)) => not_measured.push(format!(
+            (Err(e), _) | (_, Err(e)) => not_measured.push(format!(
                 "the harness's CPU: /proc/self/task unreadable: {e}"
             )),
         }

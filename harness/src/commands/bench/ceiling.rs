@@ -55,7 +55,7 @@ pub struct Pair {
     /// Requests the endpoint answered during the harness run (cross-check).
     pub endpoint_requests: u64,
     /// wrk's run, or why it was skipped.
-    pub wrk: Result<wrk::Driven, String>,
+    pub wrk: Result<wrk::Driven, super::NotMeasured>,
 }
 
 impl Pair {
@@ -147,7 +147,7 @@ pub fn run(w: &Windows) -> anyhow::Result<Ceiling> {
         let connections = srv.connections() - opened;
         let endpoint_requests = srv.requests() - answered;
         let wrk = match &wrk_bin {
-            None => Err(wrk::MISSING.to_string()),
+            None => Err(wrk::MISSING.to_string().into()),
             Some(bin) => wrk::run(
                 bin,
                 &srv.url("/v1/extract"),
@@ -155,7 +155,7 @@ pub fn run(w: &Windows) -> anyhow::Result<Ceiling> {
                 w.measure,
                 Some(BODY),
             )
-            .map_err(|e| format!("wrk failed: {e:#}")),
+            .map_err(|e| format!("wrk failed: {e:#}").into()),
         };
         pairs.push(Pair {
             harness_rps: load.done_per_s,
@@ -281,7 +281,7 @@ mod tests {
                     cpu_s: None,
                     system_s: None,
                 })
-                .ok_or_else(|| "no wrk".to_string()),
+                .ok_or_else(|| super::super::NotMeasured("no wrk".into())),
         }
     }
 

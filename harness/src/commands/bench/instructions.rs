@@ -36,7 +36,7 @@ pub struct Instructions {
     pub arrivals_per_attempt: f64,
     pub arrivals_runs: Vec<(u64, u64)>,
     /// wrk's instructions per request, or why not measured.
-    pub wrk_per_request: Result<f64, String>,
+    pub wrk_per_request: Result<f64, super::NotMeasured>,
 }
 
 fn find(name: &str) -> Option<PathBuf> {
@@ -145,7 +145,7 @@ fn measure(
 }
 
 /// wrk (1 thread, 64 connections, 3 s) under callgrind: instructions per request.
-fn wrk_instructions(valgrind: &Path, url: &str) -> Result<f64, String> {
+fn wrk_instructions(valgrind: &Path, url: &str) -> Result<f64, super::NotMeasured> {
     let wrk = super::wrk::find().ok_or_else(|| super::wrk::MISSING.to_string())?;
     let out_file = std::env::temp_dir().join(format!(
         "harness-bench-callgrind-wrk-{}.out",
@@ -161,7 +161,7 @@ fn wrk_instructions(valgrind: &Path, url: &str) -> Result<f64, String> {
         .output()
         .map_err(|e| format!("running wrk under callgrind: {e}"))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let total = callgrind_total(&out_file).map_err(|e| format!("{e:#}"));
+    let total = callgrind_total(&out_file).map_err(|e| super::NotMeasured(format!("{e:#}")));
     let _ = std::fs::remove_file(&out_file);
     let requests = stdout
         .lines()

@@ -40,6 +40,18 @@ use crate::base::exit::{CliError, Finished};
 use crate::cli::BenchStep;
 use std::time::Duration;
 
+/// Why a step of the benchmark has no figure (a tool missing or failing,
+/// an executor refusing): printed where the figure would be.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotMeasured(pub String);
+
+impl From<String> for NotMeasured {
+    fn from(why: String) -> NotMeasured {
+        NotMeasured(why)
+    }
+}
+
 /// Targets of the issues ("Benchmarks"; the ceiling, CPU and connection
 /// targets are issue 17's).
 pub const CEILING_TARGET: f64 = 0.6;

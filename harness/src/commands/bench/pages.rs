@@ -28,12 +28,12 @@ pub struct PageRow {
     pub rounds: u32,
     pub cpu_pps: f64,
     /// None without an adapter; Err when the batch failed or disagreed with the CPU.
-    pub gpu_pps: Option<Result<f64, String>>,
+    pub gpu_pps: Option<Result<f64, super::NotMeasured>>,
 }
 
 pub struct Pages {
     /// The adapter's name, or why there is none.
-    pub adapter: Result<String, String>,
+    pub adapter: Result<String, super::NotMeasured>,
     pub rows: Vec<PageRow>,
 }
 
@@ -46,7 +46,7 @@ pub fn run(window: Duration) -> Pages {
             eprintln!(
                 "\n!!! NO GPU ADAPTER: {e}\n!!! the page executor step measures the CPU reference only\n"
             );
-            Err(e.to_string())
+            Err(super::NotMeasured(e.to_string()))
         }
     };
     let rows = SIZES
@@ -58,7 +58,9 @@ pub fn run(window: Duration) -> Pages {
                 let want = cpu.compute(&batch).map_err(|e| e.to_string())?;
                 let got = g.compute(&batch).map_err(|e| e.to_string())?;
                 if got != want {
-                    return Err("wgpu results differ from the CPU reference".into());
+                    return Err(super::NotMeasured(
+                        "wgpu results differ from the CPU reference".into(),
+                    ));
                 }
                 pages_per_sec(g, &batch, window)
             });
@@ -89,7 +91,7 @@ fn pages_per_sec(
     exec: &dyn PageExecutor,
     batch: &[PageSpec],
     window: Duration,
-) -> Result<f64, String> {
+) -> Result<f64, super::NotMeasured> {
     exec.compute(batch).map_err(|e| e.to_string())?;
     let t0 = Instant::now();
     let mut pages = 0u64;

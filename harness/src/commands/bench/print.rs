@@ -162,7 +162,10 @@ pub(super) fn print_ceiling(c: &ceiling::Ceiling) -> Verdict {
             verdicts.push(v);
         }
         (None, why) => {
-            println!("   wrk: {}", why.map_or("not run", String::as_str));
+            println!(
+                "   wrk: {}",
+                why.map_or_else(|| "not run".to_string(), |w| w.to_string())
+            );
             println!("   ratio harness/wrk: n/a  {}", Verdict::Skipped.label());
         }
     }

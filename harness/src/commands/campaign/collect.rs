@@ -32,7 +32,9 @@ pub(crate) fn finished(campaign_dir: &Path, rel: &Path, job: &Job, exit: Exit) -
         (Exit::Code(130), _) => errored(&dir, "interrupted before its end".into()),
         (Exit::Code(2), _) => errored(&dir, "could not start (exit 2)".into()),
         (_, None) => errored(&dir, "wrote no summary.json".into()),
-        (_, Some(path)) => judged(&path, &job.variant).unwrap_or_else(|why| errored(&dir, why)),
+        (_, Some(path)) => {
+            judged(&path, &job.variant).unwrap_or_else(|why| errored(&dir, why.to_string()))
+        }
     };
     CampaignRun {
         variant: job.variant.clone(),
@@ -61,16 +63,44 @@ fn errored(dir: &Path, reason: String) -> RunStatus {
     }
 }
 
+/// Why a run's summary.json says nothing of a variant.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SummaryError {
+    #[error("{}: {error}", path.display())]
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{}: {error}", path.display())]
+    Parse {
+        path: PathBuf,
+        error: serde_json::Error,
+    },
+    #[error(transparent)]
+    Unreadable(#[from] run_report::campaign::read::UnreadableSummary),
+    #[error("{} has no variant {variant}", path.display())]
+    NoVariant { path: PathBuf, variant: String },
+}
+
 /// The variant's verdict and figures from a summary.json.
-pub(crate) fn judged(path: &Path, variant: &str) -> Result<RunStatus, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub(crate) fn judged(path: &Path, variant: &str) -> Result<RunStatus, SummaryError> {
+    let text = std::fs::read_to_string(path).map_err(|error| SummaryError::Read {
+        path: path.into(),
+        error,
+    })?;
     let json: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|error| SummaryError::Parse {
+            path: path.into(),
+            error,
+        })?;
     let found = judged_variants(&json)?
         .into_iter()
         .find(|(name, _)| name == variant)
         .map(|(_, j)| j)
-        .ok_or_else(|| format!("{} has no variant {variant}", path.display()))?;
+        .ok_or_else(|| SummaryError::NoVariant {
+            path: path.into(),
+            variant: variant.into(),
+        })?;
     Ok(status_of(found))
 }
 

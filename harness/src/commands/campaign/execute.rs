@@ -119,7 +119,9 @@ impl Scheduler<'_> {
                     seed: job.seed,
                     repeat: job.repeat,
                     report: None,
-                    status: RunStatus::Errored { reason: why },
+                    status: RunStatus::Errored {
+                        reason: why.to_string(),
+                    },
                 }),
             }
         }
@@ -159,8 +161,21 @@ impl Scheduler<'_> {
     }
 }
 
+/// Why a run's process could not be started.
+#[derive(Debug, thiserror::Error)]
+enum SpawnError {
+    #[error("creating {}: {error}", dir.display())]
+    Folder { dir: PathBuf, error: std::io::Error },
+    #[error("creating its log: {0}")]
+    Log(std::io::Error),
+    #[error("finding the harness binary: {0}")]
+    Binary(std::io::Error),
+    #[error("starting the run: {0}")]
+    Start(std::io::Error),
+}
+
 /// Starts one run in a process group of its own.
-fn spawn(plan: &Plan, job: &Job, retry: bool) -> Result<Running, String> {
+fn spawn(plan: &Plan, job: &Job, retry: bool) -> Result<Running, SpawnError> {
     let mut rel = super::run_dir(&job.variant, job.seed, job.repeat);
     if retry {
         rel.set_file_name(format!(
@@ -169,10 +184,12 @@ fn spawn(plan: &Plan, job: &Job, retry: bool) -> Result<Running, String> {
         ));
     }
     let dir = plan.dir.join(&rel);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    let log = std::fs::File::create(dir.join("harness.log"))
-        .map_err(|e| format!("creating its log: {e}"))?;
-    let exe = std::env::current_exe().map_err(|e| format!("finding the harness binary: {e}"))?;
+    std::fs::create_dir_all(&dir).map_err(|error| SpawnError::Folder {
+        dir: dir.clone(),
+        error,
+    })?;
+    let log = std::fs::File::create(dir.join("harness.log")).map_err(SpawnError::Log)?;
+    let exe = std::env::current_exe().map_err(SpawnError::Binary)?;
     let mut cmd = Command::new(exe);
     cmd.arg(&plan.file)
         .args(["--seed", &job.seed.to_string()])
@@ -181,7 +198,7 @@ fn spawn(plan: &Plan, job: &Job, retry: bool) -> Result<Running, String> {
         .arg(&dir)
         .arg("--quiet")
         .stdin(Stdio::null())
-        .stdout(log.try_clone().map_err(|e| e.to_string())?)
+        .stdout(log.try_clone().map_err(SpawnError::Log)?)
         .stderr(log)
         .process_group(0);
     if plan.exp.quick {
@@ -203,7 +220,7 @@ fn spawn(plan: &Plan, job: &Job, retry: bool) -> Result<Running, String> {
             Ok(())
         });
     }
-    let child = cmd.spawn().map_err(|e| format!("starting the run: {e}"))?;
+    let child = cmd.spawn().map_err(SpawnError::Start)?;
     Ok(Running {
         job: job.clone(),
         rel,

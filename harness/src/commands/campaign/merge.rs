@@ -155,8 +155,11 @@ fn read_all(summaries: &[PathBuf]) -> Result<(String, bool, PerFile), CliError> 
 }
 
 fn judged_run(path: &std::path::Path, job: &Job) -> CampaignRun {
-    let status = collect::judged(path, &job.variant)
-        .unwrap_or_else(|reason| run_report::campaign::RunStatus::Errored { reason });
+    let status = collect::judged(path, &job.variant).unwrap_or_else(|why| {
+        run_report::campaign::RunStatus::Errored {
+            reason: why.to_string(),
+        }
+    });
     CampaignRun {
         variant: job.variant.clone(),
         seed: job.seed,

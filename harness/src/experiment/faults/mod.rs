@@ -199,8 +199,8 @@ impl GenericFault {
     }
 
     /// Whether the containers environment can carry it out, and why not.
-    pub fn in_containers(&self) -> Result<(), String> {
-        self.row().in_containers.map_err(String::from)
+    pub fn in_containers(&self) -> Result<(), &'static str> {
+        self.row().in_containers
     }
 
     /// Impossible values, as `(field, why)`.
@@ -222,12 +222,11 @@ pub enum ExternalComponent {
 
 impl ExternalComponent {
     /// Whether `f` can be done to it, and why not.
-    pub fn takes(&self, f: &GenericFault) -> Result<(), String> {
+    pub fn takes(&self, f: &GenericFault) -> Result<(), &'static str> {
         let row = f.row();
         match self {
             ExternalComponent::Pid(_) | ExternalComponent::Pidfile(_) => row.on_external_process,
             ExternalComponent::Container(_) => row.on_external_container,
         }
-        .map_err(String::from)
     }
 }

@@ -89,13 +89,22 @@ pub(super) fn alerts(cx: &Ctx, raw: &RawExperiment) -> Result<Option<Alerts>, Ex
     }))
 }
 
+/// Why a file is not a Prometheus rule file.
+#[derive(Debug, thiserror::Error)]
+enum RuleFileError {
+    #[error("{0}")]
+    Yaml(#[from] serde_saphyr::Error),
+    #[error("no `groups:` list")]
+    NoGroups,
+}
+
 /// The `alert:` names of a rule file (`groups[].rules[].alert`), in file order.
-fn alert_names(text: &str) -> Result<Vec<String>, String> {
-    let tree: serde_json::Value = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+fn alert_names(text: &str) -> Result<Vec<String>, RuleFileError> {
+    let tree: serde_json::Value = serde_saphyr::from_str(text)?;
     let groups = tree
         .get("groups")
         .and_then(|g| g.as_array())
-        .ok_or("no `groups:` list")?;
+        .ok_or(RuleFileError::NoGroups)?;
     Ok(groups
         .iter()
         .filter_map(|g| g.get("rules").and_then(|r| r.as_array()))

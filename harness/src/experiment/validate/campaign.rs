@@ -43,9 +43,8 @@ pub(super) fn campaign(
     let at = &raw.referenced;
     let raw = &raw.value;
     let seeds = match &raw.seeds {
-        Some(s) => {
-            parse_seeds(&s.value).map_err(|why| cx.err(&s.referenced, "campaign.seeds", why))?
-        }
+        Some(s) => parse_seeds(&s.value)
+            .map_err(|why| cx.err(&s.referenced, "campaign.seeds", why.to_string()))?,
         None => Vec::new(),
     };
     let compare = match &raw.compare {
@@ -105,26 +104,45 @@ fn pairs(
         .collect()
 }
 
+/// Why a list of seeds, or an index into one, is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SeedsError {
+    #[error("{0:?} is not a list of seeds; write e.g. 1..10 or 1, 4, 7")]
+    NotSeeds(String),
+    #[error("{0:?}: the last seed is before the first")]
+    Backwards(String),
+    #[error("{0:?}: more than 10,000 seeds")]
+    TooMany(String),
+    #[error("{0:?}: a seed is listed twice")]
+    Twice(String),
+    #[error("seed index {0:?} is not a number")]
+    IndexNotNumber(String),
+    #[error("seed index {index} is past the {count} seeds of {spec:?} (indexes 0..{})", count - 1)]
+    PastTheEnd {
+        index: usize,
+        count: usize,
+        spec: String,
+    },
+}
+
 /// The `index`-th seed (from 0) of `spec`: how a pod of the Indexed Job of
 /// `render k8s --seeds` finds its seed from its `JOB_COMPLETION_INDEX`.
-pub fn seed_at_index(spec: &str, index: &str) -> Result<u64, String> {
+pub fn seed_at_index(spec: &str, index: &str) -> Result<u64, SeedsError> {
     let seeds = parse_seeds(spec)?;
     let i: usize = index
         .trim()
         .parse()
-        .map_err(|_| format!("seed index {index:?} is not a number"))?;
-    seeds.get(i).copied().ok_or_else(|| {
-        format!(
-            "seed index {i} is past the {} seeds of {spec:?} (indexes 0..{})",
-            seeds.len(),
-            seeds.len() - 1
-        )
+        .map_err(|_| SeedsError::IndexNotNumber(index.to_string()))?;
+    seeds.get(i).copied().ok_or_else(|| SeedsError::PastTheEnd {
+        index: i,
+        count: seeds.len(),
+        spec: spec.to_string(),
     })
 }
 
 /// `1..10` (inclusive), `1, 4, 7` or `7`: at least one, at most 10,000.
-pub fn parse_seeds(text: &str) -> Result<Vec<u64>, String> {
-    let bad = || format!("{text:?} is not a list of seeds; write e.g. 1..10 or 1, 4, 7");
+pub fn parse_seeds(text: &str) -> Result<Vec<u64>, SeedsError> {
+    let bad = || SeedsError::NotSeeds(text.to_string());
     let seeds: Vec<u64> = match text.split_once("..") {
         Some((a, b)) => {
             let a: u64 = a.trim().parse().map_err(|_| bad())?;
@@ -134,10 +152,10 @@ pub fn parse_seeds(text: &str) -> Result<Vec<u64>, String> {
                 .parse()
                 .map_err(|_| bad())?;
             if b < a {
-                return Err(format!("{text:?}: the last seed is before the first"));
+                return Err(SeedsError::Backwards(text.to_string()));
             }
             if b - a >= 10_000 {
-                return Err(format!("{text:?}: more than 10,000 seeds"));
+                return Err(SeedsError::TooMany(text.to_string()));
             }
             (a..=b).collect()
         }
@@ -150,7 +168,7 @@ pub fn parse_seeds(text: &str) -> Result<Vec<u64>, String> {
     unique.sort_unstable();
     unique.dedup();
     if unique.len() != seeds.len() {
-        return Err(format!("{text:?}: a seed is listed twice"));
+        return Err(SeedsError::Twice(text.to_string()));
     }
     Ok(seeds)
 }
@@ -272,18 +290,29 @@ mod tests {
         assert_eq!(parse_seeds("1..=2"), Ok(vec![1, 2]));
         assert_eq!(parse_seeds(" 7 "), Ok(vec![7]));
         assert_eq!(parse_seeds("1, 4,7"), Ok(vec![1, 4, 7]));
-        assert!(parse_seeds("4..1").unwrap_err().contains("before"));
+        assert!(parse_seeds("4..1")
+            .unwrap_err()
+            .to_string()
+            .contains("before"));
         assert_eq!(super::seed_at_index("3..5", "0"), Ok(3));
         assert_eq!(super::seed_at_index("3..5", "2"), Ok(5));
         assert_eq!(super::seed_at_index("1, 4, 7", " 1"), Ok(4));
         assert!(super::seed_at_index("3..5", "3")
             .unwrap_err()
+            .to_string()
             .contains("past the 3 seeds"));
         assert!(super::seed_at_index("3..5", "x")
             .unwrap_err()
+            .to_string()
             .contains("not a number"));
-        assert!(parse_seeds("1,1").unwrap_err().contains("twice"));
+        assert!(parse_seeds("1,1")
+            .unwrap_err()
+            .to_string()
+            .contains("twice"));
         assert!(parse_seeds("a..b").is_err());
-        assert!(parse_seeds("0..20000").unwrap_err().contains("10,000"));
+        assert!(parse_seeds("0..20000")
+            .unwrap_err()
+            .to_string()
+            .contains("10,000"));
     }
 }

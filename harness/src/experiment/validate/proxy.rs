@@ -51,7 +51,7 @@ pub(super) fn proxies(
                 return Err(err("", format!("a proxy gateway runs where the harness starts the system (embedded, as a child process on loopback; containers, as a container); not in {}", environment.kind())));
             }
         };
-        let (kind, text) = read(&resolved).map_err(|m| err(".config", m))?;
+        let (kind, text) = read(&resolved).map_err(|m| err(".config", m.to_string()))?;
         // Only where the proxy reads them: a placeholder in a comment is none.
         let live = uncommented(&text);
         for need in placeholders(&resolved, &v.system.zones) {
@@ -80,9 +80,19 @@ pub(super) fn proxies(
     Ok(())
 }
 
-fn read(p: &ProxyConfig) -> Result<(&'static str, String), String> {
-    let text = std::fs::read_to_string(p.config())
-        .map_err(|e| format!("cannot read {}: {e}", p.config().display()))?;
+/// A proxy's configuration file that cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read {}: {error}", path.display())]
+struct Unreadable {
+    path: std::path::PathBuf,
+    error: std::io::Error,
+}
+
+fn read(p: &ProxyConfig) -> Result<(&'static str, String), Unreadable> {
+    let text = std::fs::read_to_string(p.config()).map_err(|error| Unreadable {
+        path: p.config().to_path_buf(),
+        error,
+    })?;
     Ok((binary(p), text))
 }
 
