@@ -6,7 +6,8 @@
 //! `.ci/run`), which makes a missing part a failure.
 
 use harness::base::interrupt::StopSignal;
-use harness::env::containers::{check_images, ContainerImages};
+use harness::env::containers::check_images;
+use harness::experiment::images::ContainerImages;
 use harness::experiment::parse;
 use harness::run::{self, RunOptions};
 use std::sync::Arc;

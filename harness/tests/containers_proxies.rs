@@ -16,7 +16,7 @@ use common::{
     containers_named, HAPROXY_THREE_TRIES, NGINX_THREE_TRIES,
 };
 use harness::base::interrupt::StopSignal;
-use harness::env::containers::ContainerImages;
+use harness::experiment::images::ContainerImages;
 use harness::experiment::parse;
 use harness::run::{self, RunOptions};
 use std::path::PathBuf;

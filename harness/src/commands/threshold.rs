@@ -489,7 +489,7 @@ mod tests {
         let e = s.experiment(0.125, 3).unwrap();
         match &e.timeline[0].op {
             crate::experiment::TimelineOp::Generic(
-                crate::env::faults::GenericFault::CpuLimit { component, cpus },
+                crate::experiment::faults::GenericFault::CpuLimit { component, cpus },
             ) => assert_eq!((component.as_str(), *cpus), ("pool-z1", 0.125)),
             op => panic!("not the CPU cut: {op:?}"),
         }

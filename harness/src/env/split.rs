@@ -15,7 +15,7 @@ use std::sync::Arc;
 pub(super) async fn start_containers(
     exp: &Experiment,
     v: &Variant,
-    images: &crate::env::containers::ContainerImages,
+    images: &crate::experiment::images::ContainerImages,
 ) -> anyhow::Result<Target> {
     let network = exp.network_faulted();
     let mut set = crate::env::containers::start(&v.name, &v.system, images, &network)

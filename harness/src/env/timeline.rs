@@ -19,7 +19,8 @@
 //! pay for the harness filling a cache (on two busy cores, timeouts in the
 //! second after the warm-up), a failure of the harness, not of the system.
 
-use crate::env::faults::{GenericFault, Injector};
+use crate::env::faults::Injector;
+use crate::experiment::faults::GenericFault;
 use crate::experiment::{Revert, TimelineEntry, TimelineOp};
 use run_report::{EventKind, TimelineEvent};
 use std::sync::{Arc, Mutex};

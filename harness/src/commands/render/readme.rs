@@ -111,7 +111,7 @@ impl Readme<'_> {
              ```sh\nkubectl apply -f 00-namespace.yaml\nkubectl apply -f 01-config.yaml -f 30-network-policies.yaml\n```\n",
             img = o.image,
             redis = o.redis_image,
-            default = if o.image == crate::env::containers::DEFAULT_SUT_IMAGE {
+            default = if o.image == crate::experiment::images::DEFAULT_SUT_IMAGE {
                 ": these are the local tags, so render again with `--image REGISTRY/NAME:TAG` for a cluster that pulls from a registry"
             } else {
                 ""

@@ -28,7 +28,7 @@ mod paths;
 mod proxy;
 
 use crate::env::faults::fault_proxy::FaultProxy;
-pub use crate::experiment::images::{ContainerImages, DEFAULT_REDIS_IMAGE, DEFAULT_SUT_IMAGE};
+use crate::experiment::images::ContainerImages;
 use anyhow::{bail, Context};
 use paths::PoolPath;
 use std::collections::{BTreeMap, BTreeSet};

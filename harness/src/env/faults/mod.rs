@@ -18,7 +18,7 @@
 
 mod docker;
 pub(crate) mod fault_proxy;
-pub use crate::experiment::faults::{ExternalComponent, GenericFault, NetworkFault};
+use crate::experiment::faults::{ExternalComponent, GenericFault};
 
 use crate::env::cgroup;
 use crate::env::components::ProcessSet;
