@@ -466,7 +466,7 @@ impl SystemConfig {
                 return Err(bad("pool.retry_after.estimated.min", "must be <= max"));
             }
         }
-        self.gpu.validate().map_err(|m| bad("gpu", m))?;
+        self.gpu.validate().map_err(|m| bad("gpu", m.to_string()))?;
         if self.page.words == 0 {
             return Err(bad("page.words", "must be >= 1"));
         }
@@ -507,7 +507,7 @@ impl SystemConfig {
         self.gateway
             .retry
             .validate()
-            .map_err(|m| bad("gateway.retry", m))?;
+            .map_err(|m| bad("gateway.retry", m.to_string()))?;
         let r = &self.router;
         if !(0.0..=1.0).contains(&r.redirect_failure_ratio) {
             return Err(bad("router.redirect_failure_ratio", "must be in [0, 1]"));

@@ -23,14 +23,6 @@ fn bad(field: &'static str, requirement: &'static str) -> Result<(), ConfigError
     Err(ConfigError { field, requirement })
 }
 
-/// The message alone, for callers that collect configuration errors as text
-/// under their own field path (the gateway's config, an experiment file).
-impl From<ConfigError> for String {
-    fn from(e: ConfigError) -> String {
-        e.to_string()
-    }
-}
-
 impl RetryConfig {
     /// Rejects values that cannot work; the message names the field,
     /// e.g. `"max_attempts must be >= 1"`.

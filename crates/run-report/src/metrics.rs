@@ -86,14 +86,6 @@ pub enum MetricRefError {
     Unknown(#[from] UnknownMetric),
 }
 
-/// The message alone, for callers that collect errors as text under their
-/// own field path (an experiment file's validator).
-impl From<MetricRefError> for String {
-    fn from(e: MetricRefError) -> String {
-        e.to_string()
-    }
-}
-
 /// Why a metric has no value for a variant (unknown zone, empty window,
 /// zero denominator, not measured, ...), in words for the report.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

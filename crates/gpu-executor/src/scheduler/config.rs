@@ -66,14 +66,6 @@ pub enum SchedulerConfigError {
     MaxShare(f64),
 }
 
-/// The message alone, for callers that collect configuration errors as text
-/// under their own field path (the system's config, an experiment file).
-impl From<SchedulerConfigError> for String {
-    fn from(e: SchedulerConfigError) -> String {
-        e.to_string()
-    }
-}
-
 impl SchedulerConfig {
     /// Checks the ranges serde cannot express; the message names the field.
     pub fn validate(&self) -> Result<(), SchedulerConfigError> {

@@ -18,13 +18,6 @@ pub enum UnreadableSummary {
     NoVerdict(String),
 }
 
-/// The message alone, for callers that add the file's path to it.
-impl From<UnreadableSummary> for String {
-    fn from(e: UnreadableSummary) -> String {
-        e.to_string()
-    }
-}
-
 /// Every variant of one run's `summary.json`: (variant, what it concluded).
 /// A summary this harness cannot read is an error that says why.
 pub fn judged_variants(summary: &Value) -> Result<Vec<(String, JudgedRun)>, UnreadableSummary> {

@@ -26,9 +26,13 @@ pub(super) fn client(
             "must be > 0",
         ));
     }
-    c.retry
-        .validate()
-        .map_err(|m| cx.err(&c.timeout.referenced, format!("{field}.retry"), m))?;
+    c.retry.validate().map_err(|m| {
+        cx.err(
+            &c.timeout.referenced,
+            format!("{field}.retry"),
+            m.to_string(),
+        )
+    })?;
     let mode = c.mode.as_ref().map(|m| m.value).unwrap_or_default();
     let at = c
         .poll
@@ -55,7 +59,7 @@ pub(super) fn client(
             }
             if let Some(r) = &t.retry {
                 r.validate()
-                    .map_err(|m| cx.err(&map.referenced, format!("{f}.retry"), m))?;
+                    .map_err(|m| cx.err(&map.referenced, format!("{f}.retry"), m.to_string()))?;
             }
             let timeout = match &t.timeout {
                 Some(text) => {

@@ -501,7 +501,7 @@ fn variant_client(
     };
     if let Some(r) = &c.retry {
         r.validate()
-            .map_err(|m| cx.err(at, format!("variants.{vname}.client.retry"), m))?;
+            .map_err(|m| cx.err(at, format!("variants.{vname}.client.retry"), m.to_string()))?;
         client_b.retry = r.clone();
     }
     if let Some(t) = &c.timeout {
@@ -548,8 +548,13 @@ pub(super) fn incident(
     let variant_names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
     let mut incident = Vec::new();
     for (i, f) in raw.incident.iter().enumerate() {
-        let metric = run_report::MetricRef::parse(&f.value.metric)
-            .map_err(|why| cx.err(&f.referenced, format!("incident[{i}].metric"), why))?;
+        let metric = run_report::MetricRef::parse(&f.value.metric).map_err(|why| {
+            cx.err(
+                &f.referenced,
+                format!("incident[{i}].metric"),
+                why.to_string(),
+            )
+        })?;
         if !variant_names.contains(&f.value.variant.as_str()) {
             return Err(cx.err(
                 &f.referenced,

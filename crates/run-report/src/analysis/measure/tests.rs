@@ -83,7 +83,13 @@ fn variant() -> VariantRun {
 fn value(v: &VariantRun, text: &str) -> Result<f64, String> {
     let cfg = AnalysisConfig::default();
     let a = analyse_variant(v, &cfg);
-    metric_value_explained(v, &a, &MetricRef::parse(text)?, &cfg).map_err(|e| e.0)
+    metric_value_explained(
+        v,
+        &a,
+        &MetricRef::parse(text).map_err(|e| e.to_string())?,
+        &cfg,
+    )
+    .map_err(|e| e.0)
 }
 
 fn close(x: Result<f64, String>, want: f64) {
