@@ -221,14 +221,16 @@ fn each_fault_kind_is_applied_then_undone_at_its_end() {
     assert_nothing_left(pid, &run.ledger);
 }
 
-#[test]
-fn ctrl_c_undoes_what_is_in_force() {
+/// Stops a run with `signal` while a pause and a CPU limit are in force:
+/// the report of what was measured is written, both faults are undone,
+/// nothing is left, and the exit code is `code`.
+fn a_stop_signal_undoes_what_is_in_force(name: &str, signal: i32, code: i32) {
     if let Some(why) = skip_reason() {
         eprintln!("SKIPPED: {why}");
         return;
     }
     let mut run = start(
-        "ctrl-c",
+        name,
         "40s",
         "  - { at: 1s, duration: 35s, fault: { pause: { component: pool-az2 } } }\n  - { at: 1s, duration: 35s, fault: { cpu_limit: { component: gateway, cpus: 0.5 } } }",
     );
@@ -236,12 +238,43 @@ fn ctrl_c_undoes_what_is_in_force() {
     wait_for_cgroup(pid, "pool-az2");
     wait_for_cgroup(pid, "gateway");
     // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    unsafe { libc::kill(pid as i32, signal) };
     let status = wait_exit(&mut run.child, Duration::from_secs(60));
     let stderr = std::fs::read_to_string(run.dir.join("stderr.log")).unwrap();
-    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert_eq!(status.code(), Some(code), "{stderr}");
     assert!(stderr.contains("undone at the variant's end"), "{stderr}");
+    let reports = run.dir.join("reports");
+    let written = walk(&reports)
+        .into_iter()
+        .any(|p| p.ends_with("index.html"));
+    assert!(written, "no report under {}: {stderr}", reports.display());
     assert_nothing_left(pid, &run.ledger);
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn ctrl_c_undoes_what_is_in_force() {
+    a_stop_signal_undoes_what_is_in_force("ctrl-c", libc::SIGINT, 130);
+}
+
+/// SIGTERM (a CI runner's timeout, Kubernetes stopping a pod) is Ctrl-C,
+/// with 143 for its exit code.
+#[test]
+fn sigterm_undoes_what_is_in_force() {
+    a_stop_signal_undoes_what_is_in_force("sigterm", libc::SIGTERM, 143);
 }
 
 #[test]

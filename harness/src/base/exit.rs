@@ -7,13 +7,15 @@
 //! | 0 | done: every expectation (or benchmark target) met |
 //! | 1 | done: an expectation failed, a target was missed |
 //! | 2 | bad input or a setup error ([`CliError`]) |
-//! | 130 | interrupted; the report of what was measured is still written |
+//! | 130 | interrupted by Ctrl-C; the report of what was measured is still written |
+//! | 143 | stopped by SIGTERM; likewise |
 //!
 //! (A second Ctrl-C exits at once with 130, from the signal handler:
 //! `interrupt::install_ctrl_c`, and `bench`'s own.)
 
 use std::fmt;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How a command that ran to its end (or was stopped) ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,11 +64,21 @@ impl CliError {
     }
 }
 
+/// Whether the process was stopped by SIGTERM, not Ctrl-C: its
+/// interruption exits 143 (128 + 15), as a shell reports it.
+static SIGTERM: AtomicBool = AtomicBool::new(false);
+
+/// Notes that SIGTERM stopped the process (`interrupt.rs`'s watcher).
+pub(crate) fn note_sigterm() {
+    SIGTERM.store(true, Ordering::SeqCst);
+}
+
 /// The exit code of a command's result; prints the error, if any, on stderr.
 pub fn code(result: Result<Finished, CliError>) -> ExitCode {
     match result {
         Ok(Finished::Passed) => ExitCode::SUCCESS,
         Ok(Finished::Failed) => ExitCode::from(1),
+        Ok(Finished::Interrupted) if SIGTERM.load(Ordering::SeqCst) => ExitCode::from(143),
         Ok(Finished::Interrupted) => ExitCode::from(130),
         Err(CliError::Reported) => ExitCode::from(2),
         Err(e @ (CliError::Error(_) | CliError::Line(_))) => {

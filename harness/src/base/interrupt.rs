@@ -63,8 +63,9 @@ pub fn on_forced_exit(undo: fn() -> Vec<String>) {
 }
 
 /// Installs the process's Ctrl-C handler (before goose tries to install its own,
-/// which then leaves ours in place).
+/// which then leaves ours in place), and its SIGTERM watcher.
 pub fn install_ctrl_c(stop: Arc<StopSignal>) {
+    let stop_for_term = stop.clone();
     let result = ctrlc::set_handler(move || {
         if stop.is_set() {
             eprintln!("\nsecond Ctrl-C: exiting without a report");
@@ -79,6 +80,46 @@ pub fn install_ctrl_c(stop: Arc<StopSignal>) {
     });
     if let Err(e) = result {
         tracing::warn!("could not install the Ctrl-C handler: {e}");
+    }
+    watch_sigterm(stop_for_term);
+}
+
+/// SIGTERM (`timeout`, a CI runner, Kubernetes stopping a pod) stops the
+/// run as Ctrl-C does: the load stops, what was measured is written, the
+/// faults in force are undone, and the exit code is 143 (`exit.rs`). A
+/// second SIGTERM exits at once, undoing the faults first. The watcher is a
+/// thread of its own, started once: it touches no runtime, so a run on the
+/// virtual clock replays the same.
+fn watch_sigterm(stop: Arc<StopSignal>) {
+    static STARTED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    if STARTED.set(()).is_err() {
+        return;
+    }
+    let mut signals = match signal_hook::iterator::Signals::new([libc::SIGTERM]) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!("could not install the SIGTERM handler: {e}");
+            return;
+        }
+    };
+    let spawned = std::thread::Builder::new()
+        .name("sigterm".into())
+        .spawn(move || {
+            for _ in signals.forever() {
+                crate::base::exit::note_sigterm();
+                if stop.is_set() {
+                    eprintln!("\nsecond SIGTERM: exiting without a report");
+                    for line in ON_FORCED_EXIT.get().map(|undo| undo()).unwrap_or_default() {
+                        eprintln!("harness: {line}");
+                    }
+                    std::process::exit(143);
+                }
+                eprintln!("\nSIGTERM: stopping the load and writing what was measured");
+                stop.trigger("terminated by SIGTERM");
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("could not start the SIGTERM watcher: {e}");
     }
 }
 
