@@ -16,10 +16,16 @@
 //! it, and with p1 = 1 a single failing run decides.
 //!
 //! **The headline** of a compared pair (before-fix against after-fix) is
-//! Wald's paired test ([`PairedSprt`]) on runs with a wave, one pair per
-//! seed: H1 the candidate's odds of a wave are at most 1/[`HEADLINE_ODDS`]
-//! of the baseline's, H0 they are the same or higher, at
-//! [`HEADLINE_ALPHA`] and [`HEADLINE_BETA`].
+//! Wald's paired test ([`PairedSprt`]), one pair per seed, on two events:
+//! runs with a wave (retry-storm's fix removes them) and runs that did not
+//! come back (queue-overflow's after-fix still has waves, but recovers).
+//! For each, H1: the candidate's odds of the event are at most
+//! 1/[`HEADLINE_ODDS`] of the baseline's; H0: they are the same or higher.
+//! Each runs at [`HEADLINE_ALPHA`]/2 (Bonferroni), so the headline, proven
+//! when either test proves its event rarer and refuted when both refute
+//! theirs, is proven wrongly at most [`HEADLINE_ALPHA`] of the time, and
+//! refuted wrongly at most [`HEADLINE_BETA`] when an event is that much
+//! rarer.
 //!
 //! Runs are fed in seed order (the order the campaign planned), the first
 //! counted run of each (seed, repeat); a test stops at the run whose ratio
@@ -29,6 +35,7 @@ use super::aggregate::value_of;
 use super::model::{CampaignRun, CampaignSpec, ClaimRates, JudgedRun, OverRuns};
 use super::CampaignSummary;
 use crate::analysis::expect::compare;
+use crate::analysis::verdict::BAD_CLASSES;
 use crate::format::num;
 use crate::metrics::Metric;
 use crate::model::CompareOp;
@@ -75,6 +82,9 @@ pub fn hypotheses(op: CompareOp, value: f64, rates: &ClaimRates) -> Result<Hypot
     let (p1, upper) = match op {
         CompareOp::Ge | CompareOp::Gt => (value, false),
         CompareOp::Le | CompareOp::Lt => (1.0 - value, true),
+        // `100%` and `0%` claim every run, or none.
+        CompareOp::Eq if value >= 1.0 => (1.0, false),
+        CompareOp::Eq if value <= 0.0 => (1.0, true),
         _ => return Err(ClaimError::NotABound),
     };
     if p1 >= 1.0 {
@@ -285,42 +295,121 @@ fn finish(
     }
 }
 
-/// The headline's paired test of (baseline, candidate) over the runs so
-/// far: one pair per seed where both variants have a counted run.
+/// The two events a headline tests, each at half its alpha.
+const HEADLINE_EVENTS: [(&str, fn(&JudgedRun) -> bool); 2] = [
+    ("runs with a wave", with_wave),
+    ("runs that did not come back", did_not_come_back),
+];
+
+fn with_wave(j: &JudgedRun) -> bool {
+    j.metrics.get(Metric::Waves).unwrap_or(0.0) >= 1.0
+}
+
+fn did_not_come_back(j: &JudgedRun) -> bool {
+    BAD_CLASSES.contains(&j.verdict.as_str())
+}
+
+/// Where the headline's two tests stand together: proven when either
+/// proved its event rarer, refuted when both refuted theirs.
+fn combined(tests: &[PairedSprt]) -> Decision {
+    if tests.iter().any(|t| t.decision() == Decision::AcceptH1) {
+        Decision::AcceptH1
+    } else if tests.iter().all(|t| t.decision() == Decision::AcceptH0) {
+        Decision::AcceptH0
+    } else {
+        Decision::Continue
+    }
+}
+
+/// The seeds' pairs of (baseline, candidate) runs, in seed order: one per
+/// (seed, repeat) where both variants have a counted run.
+fn pairs<'a>(
+    baseline: &str,
+    candidate: &str,
+    runs: &'a [CampaignRun],
+    seeds: &[u64],
+) -> Vec<(&'a JudgedRun, &'a JudgedRun)> {
+    let cand = in_order(runs, candidate, seeds);
+    in_order(runs, baseline, seeds)
+        .into_iter()
+        .filter_map(|(seed, repeat, b)| {
+            let (_, _, c) = cand.iter().find(|(s, k, _)| (*s, *k) == (seed, repeat))?;
+            Some((b, *c))
+        })
+        .collect()
+}
+
+/// The headline's paired tests of (baseline, candidate) over the runs so
+/// far: whether the candidate makes runs with a wave, or runs that did not
+/// come back, rarer. Each event's test runs at alpha/2, so the chance that
+/// either proves a fix that changes nothing is at most alpha (Bonferroni);
+/// the headline holds when either proves its event rarer, is refuted when
+/// both refute theirs, and stops being fed at that point.
 fn headline(
     baseline: &str,
     candidate: &str,
     runs: &[CampaignRun],
     seeds: &[u64],
 ) -> SequentialClaim {
-    let mut test = PairedSprt::new(HEADLINE_ODDS, HEADLINE_ALPHA, HEADLINE_BETA)
-        .expect("the headline's constants are a valid test");
-    let cand = in_order(runs, candidate, seeds);
-    let wave = |j: &JudgedRun| j.metrics.get(Metric::Waves).unwrap_or(0.0) >= 1.0;
-    for (seed, repeat, b) in in_order(runs, baseline, seeds) {
-        if test.decision() != Decision::Continue {
+    let mut tests: Vec<PairedSprt> = HEADLINE_EVENTS
+        .iter()
+        .map(|_| {
+            PairedSprt::new(HEADLINE_ODDS, HEADLINE_ALPHA / 2.0, HEADLINE_BETA)
+                .expect("the headline's constants are a valid test")
+        })
+        .collect();
+    let mut used = 0;
+    for (b, c) in pairs(baseline, candidate, runs, seeds) {
+        if combined(&tests) != Decision::Continue {
             break;
         }
-        if let Some((_, _, c)) = cand.iter().find(|(s, k, _)| (*s, *k) == (seed, repeat)) {
-            test.observe(Pair {
-                baseline: wave(b),
-                candidate: wave(c),
+        used += 1;
+        for (t, (_, event)) in tests.iter_mut().zip(HEADLINE_EVENTS) {
+            t.observe(Pair {
+                baseline: event(b),
+                candidate: event(c),
             });
         }
     }
-    let (favour, against) = test.discordant();
-    finish(
-        format!("{candidate} against {baseline}: fewer runs with a wave"),
+    // The test that decided (or the first still open) is the one shown.
+    let decision = combined(&tests);
+    let shown = tests
+        .iter()
+        .position(|t| t.decision() == decision)
+        .unwrap_or(0);
+    let seen: Vec<String> = tests
+        .iter()
+        .zip(HEADLINE_EVENTS)
+        .map(|(t, (name, _))| {
+            let (favour, against) = t.discordant();
+            format!(
+                "{name}: {} ({favour} seeds only in the baseline, {against} only in the candidate)",
+                t.decision()
+            )
+        })
+        .collect();
+    let (favour, against) = tests[shown].discordant();
+    let mut claim = finish(
+        format!("{candidate} against {baseline}: fewer runs with a wave or that did not come back"),
         vec![baseline.to_string(), candidate.to_string()],
         (
-            "the odds of a wave are not lower".to_string(),
-            format!("the odds of a wave are {}x lower", num(HEADLINE_ODDS)),
+            "the candidate's odds of either are not lower".to_string(),
+            format!(
+                "its odds of {} are {}x lower (each event at alpha/2)",
+                HEADLINE_EVENTS[shown].0.trim_start_matches("runs "),
+                num(HEADLINE_ODDS)
+            ),
         ),
-        &test.test,
-        test.pairs * 2,
+        &tests[shown].test,
+        used * 2,
         Share::new(favour, favour + against),
         "discordant seeds favouring the candidate",
-    )
+    );
+    claim.alpha = HEADLINE_ALPHA;
+    claim.decision = decision;
+    claim.outcome = Outcome::of(decision);
+    claim.message = format!("{}; {}", claim.message, seen.join("; "));
+    claim
 }
 
 /// Every claim of `spec` a sequential campaign decides, over `runs`:
@@ -411,7 +500,7 @@ impl CampaignSummary {
             let name = format!("{}: {}", e.spec.variant, e.spec.source);
             if let Some(c) = s.claims.iter().find(|c| c.claim == name) {
                 e.passed = c.outcome == Outcome::Holds;
-                e.message = format!("{}: {}", c.outcome.word(), c.message);
+                e.message = c.message.clone();
             }
         }
         self.all_passed = self.all_passed

@@ -28,6 +28,8 @@ fn a_claim_states_its_indifference_region() {
         .starts_with("100 % of runs can only be refuted"));
     let none = hypotheses(CompareOp::Le, 0.0, &rates(0.2)).unwrap_err();
     assert!(none.to_string().starts_with("0 % of runs"));
+    let written = hypotheses(CompareOp::Eq, 1.0, &rates(0.2)).unwrap_err();
+    assert_eq!(written, every);
     assert_eq!(
         hypotheses(CompareOp::Eq, 0.5, &rates(0.2)),
         Err(ClaimError::NotABound)
@@ -114,8 +116,12 @@ fn a_clear_campaign_settles_and_later_runs_do_not_move_it() {
         "{:?}",
         c.boundary
     );
-    // The headline: 5 discordant seeds, ln(1.8) each.
-    assert_eq!((claims[1].outcome, claims[1].runs), (Outcome::Holds, 10));
+    // The headline at alpha/2 per event: A = ln(0.9/0.025) = 3.58, ln(1.8)
+    // a discordant seed: 7 seeds, 14 runs.
+    assert_eq!(claims[1].outcome, Outcome::NotSettled);
+    assert_eq!(undecided_variants(&claims, &variants()), variants());
+    let claims = judge(&spec(0.9, 0.4), &variants(), &campaign(9, &[]), &seeds);
+    assert_eq!((claims[1].outcome, claims[1].runs), (Outcome::Holds, 14));
     assert!(undecided_variants(&claims, &variants()).is_empty());
     // A calm run after the decision changes nothing.
     let later = judge(
@@ -193,4 +199,43 @@ fn the_record_decides_the_expectations_and_the_pass() {
     assert_eq!(json["sequential"]["claims"][0]["outcome"], "not_settled");
     let page = crate::campaign::write::campaign_html(&summary).unwrap();
     assert!(page.contains("Time to proof") && page.contains("NOT SETTLED"));
+}
+
+/// A fix that removes the waves but not the failures to come back (and
+/// one whose runs all come back): either event proves the headline.
+#[test]
+fn the_headline_holds_on_either_event() {
+    let seeds: Vec<u64> = (1..=30).collect();
+    let mut runs = Vec::new();
+    for seed in 1..=10 {
+        // Waves in both; only the baseline does not come back.
+        runs.push(run("before-fix", seed, "metastable", 4.0));
+        runs.push(run("after-fix", seed, "recovered", 2.0));
+    }
+    let c = &judge(&spec(0.9, 0.4), &variants(), &runs, &seeds)[1];
+    assert_eq!((c.outcome, c.runs), (Outcome::Holds, 14), "{}", c.message);
+    assert!(c.h1.contains("that did not come back"), "{}", c.h1);
+    // Nothing differs: both events' tests see no discordant seed, and the
+    // headline stays open however many seeds.
+    let same: Vec<CampaignRun> = (1..=30)
+        .flat_map(|s| {
+            [
+                run("before-fix", s, "recovered", 3.0),
+                run("after-fix", s, "recovered", 3.0),
+            ]
+        })
+        .collect();
+    let c = &judge(&spec(0.9, 0.4), &variants(), &same, &seeds)[1];
+    assert_eq!(c.outcome, Outcome::NotSettled);
+    // The candidate worse in both: both tests refute, so does the headline.
+    let worse: Vec<CampaignRun> = (1..=30)
+        .flat_map(|s| {
+            [
+                run("before-fix", s, "recovered", 0.0),
+                run("after-fix", s, "metastable", 3.0),
+            ]
+        })
+        .collect();
+    let c = &judge(&spec(0.9, 0.4), &variants(), &worse, &seeds)[1];
+    assert_eq!(c.outcome, Outcome::Refuted, "{}", c.message);
 }
