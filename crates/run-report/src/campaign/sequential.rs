@@ -53,7 +53,7 @@ pub const HEADLINE_BETA: f64 = 0.1;
 /// A share claim that cannot be decided by a sequential test.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ClaimError {
-    #[error("{shown} of runs can only be refuted by a finite campaign, never proven; state the proportion and alpha/beta, e.g. `{example} (alpha 0.05, beta 0.1)`")]
+    #[error("{shown} of runs can only be refuted by a finite campaign; claim a share short of it, e.g. `{example} (alpha 0.05, beta 0.1)`")]
     EveryRun {
         shown: &'static str,
         example: &'static str,
