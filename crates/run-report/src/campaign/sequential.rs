@@ -296,7 +296,10 @@ fn finish(
 }
 
 /// The two events a headline tests, each at half its alpha.
-const HEADLINE_EVENTS: [(&str, fn(&JudgedRun) -> bool); 2] = [
+/// An event a run shows or not, with its name.
+type Event = (&'static str, fn(&JudgedRun) -> bool);
+
+const HEADLINE_EVENTS: [Event; 2] = [
     ("runs with a wave", with_wave),
     ("runs that did not come back", did_not_come_back),
 ];
