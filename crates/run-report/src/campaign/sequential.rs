@@ -312,15 +312,52 @@ fn did_not_come_back(j: &JudgedRun) -> bool {
     BAD_CLASSES.contains(&j.verdict.as_str())
 }
 
-/// Where the headline's two tests stand together: proven when either
-/// proved its event rarer, refuted when both refuted theirs.
-fn combined(tests: &[PairedSprt]) -> Decision {
-    if tests.iter().any(|t| t.decision() == Decision::AcceptH1) {
-        Decision::AcceptH1
-    } else if tests.iter().all(|t| t.decision() == Decision::AcceptH0) {
-        Decision::AcceptH0
-    } else {
-        Decision::Continue
+/// The headline's tests, one per event of [`HEADLINE_EVENTS`], each at
+/// alpha/2: proven when either proved its event rarer, refuted when both
+/// refuted theirs.
+#[derive(Debug, Clone)]
+pub struct HeadlineTest {
+    pub tests: Vec<PairedSprt>,
+    /// Pairs fed before the decision.
+    pub pairs: u64,
+}
+
+impl Default for HeadlineTest {
+    fn default() -> Self {
+        let test = PairedSprt::new(HEADLINE_ODDS, HEADLINE_ALPHA / 2.0, HEADLINE_BETA)
+            .expect("the headline's constants are a valid test");
+        HeadlineTest {
+            tests: vec![test; HEADLINE_EVENTS.len()],
+            pairs: 0,
+        }
+    }
+}
+
+impl HeadlineTest {
+    /// One seed's pair: whether each event happened in the baseline's run
+    /// and in the candidate's (ignored once decided).
+    pub fn observe(&mut self, baseline: &[bool], candidate: &[bool]) -> Decision {
+        if self.decision() == Decision::Continue {
+            self.pairs += 1;
+            for (i, t) in self.tests.iter_mut().enumerate() {
+                t.observe(Pair {
+                    baseline: baseline[i],
+                    candidate: candidate[i],
+                });
+            }
+        }
+        self.decision()
+    }
+
+    pub fn decision(&self) -> Decision {
+        let tests = &self.tests;
+        if tests.iter().any(|t| t.decision() == Decision::AcceptH1) {
+            Decision::AcceptH1
+        } else if tests.iter().all(|t| t.decision() == Decision::AcceptH0) {
+            Decision::AcceptH0
+        } else {
+            Decision::Continue
+        }
     }
 }
 
@@ -354,28 +391,13 @@ fn headline(
     runs: &[CampaignRun],
     seeds: &[u64],
 ) -> SequentialClaim {
-    let mut tests: Vec<PairedSprt> = HEADLINE_EVENTS
-        .iter()
-        .map(|_| {
-            PairedSprt::new(HEADLINE_ODDS, HEADLINE_ALPHA / 2.0, HEADLINE_BETA)
-                .expect("the headline's constants are a valid test")
-        })
-        .collect();
-    let mut used = 0;
+    let mut head = HeadlineTest::default();
+    let events = |j: &JudgedRun| HEADLINE_EVENTS.map(|(_, event)| event(j));
     for (b, c) in pairs(baseline, candidate, runs, seeds) {
-        if combined(&tests) != Decision::Continue {
-            break;
-        }
-        used += 1;
-        for (t, (_, event)) in tests.iter_mut().zip(HEADLINE_EVENTS) {
-            t.observe(Pair {
-                baseline: event(b),
-                candidate: event(c),
-            });
-        }
+        head.observe(&events(b), &events(c));
     }
     // The test that decided (or the first still open) is the one shown.
-    let decision = combined(&tests);
+    let (decision, tests, used) = (head.decision(), &head.tests, head.pairs);
     let shown = tests
         .iter()
         .position(|t| t.decision() == decision)

@@ -239,3 +239,65 @@ fn the_headline_holds_on_either_event() {
     let c = &judge(&spec(0.9, 0.4), &variants(), &worse, &seeds)[1];
     assert_eq!(c.outcome, Outcome::Refuted, "{}", c.message);
 }
+
+/// SplitMix64, for the simulation below.
+struct Rng(u64);
+
+impl Rng {
+    fn chance(&mut self, p: f64) -> bool {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64) < p
+    }
+}
+
+/// The share of 10,000 synthetic campaigns whose headline ends in
+/// `wrong`, each pair's events drawn at `rates` = [(baseline, candidate)]
+/// per event.
+fn headline_error(rates: [(f64, f64); 2], wrong: Decision, seed: u64) -> f64 {
+    let mut rng = Rng(seed);
+    let mut hits = 0u32;
+    for _ in 0..10_000 {
+        let mut t = HeadlineTest::default();
+        while t.decision() == Decision::Continue && t.pairs < 100_000 {
+            let b = rates.map(|(pb, _)| rng.chance(pb));
+            let c = rates.map(|(_, pc)| rng.chance(pc));
+            t.observe(&b, &c);
+        }
+        hits += u32::from(t.decision() == wrong);
+    }
+    f64::from(hits) / 10_000.0
+}
+
+/// The headline's two tests at alpha/2 each keep alpha overall when the fix
+/// changes nothing, and beta when one event's odds are 9x lower and the
+/// other's unchanged (3 Monte-Carlo standard errors).
+#[test]
+fn the_headline_keeps_its_error_rates() {
+    let within = |observed: f64, stated: f64, what: &str| {
+        let se = (stated * (1.0 - stated) / 10_000.0).sqrt();
+        eprintln!("headline {what}: observed {observed:.4}, stated {stated}");
+        assert!(observed <= stated + 3.0 * se, "{what}: {observed}");
+    };
+    let same = [(0.6, 0.6), (0.3, 0.3)];
+    within(
+        headline_error(same, Decision::AcceptH1, 1),
+        HEADLINE_ALPHA,
+        "alpha",
+    );
+    // Odds 9 (0.9) against 1 (0.5) on waves; coming back unchanged.
+    let waves = [(0.9, 0.5), (0.2, 0.2)];
+    within(
+        headline_error(waves, Decision::AcceptH0, 2),
+        HEADLINE_BETA,
+        "beta (waves)",
+    );
+    let back = [(0.5, 0.5), (0.9, 0.5)];
+    within(
+        headline_error(back, Decision::AcceptH0, 3),
+        HEADLINE_BETA,
+        "beta (come back)",
+    );
+}
