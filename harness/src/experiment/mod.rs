@@ -19,8 +19,8 @@ mod validate;
 
 pub use raw::PageDistribution;
 pub use validate::{
-    check_sequential_claims, check_virtual_clock, load, load_forms, parse, parse_forms,
-    parse_seeds, seed_at_index, ExperimentError, MAX_RATE,
+    check_virtual_clock, load, load_forms, parse, parse_forms, parse_seeds, seed_at_index,
+    ExperimentError, MAX_RATE,
 };
 pub(crate) use validate::{proxy_binary, which};
 

@@ -112,9 +112,6 @@ pub struct CampaignExpectation {
     /// (`(alpha 0.05, beta 0.1)`), which let a sequential campaign decide it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rates: Option<ClaimRates>,
-    /// Where the file states it, for errors found after validation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub at: Option<SourceAt>,
 }
 
 /// The error rates a share of runs is claimed at, and the width of the
@@ -129,14 +126,6 @@ pub struct ClaimRates {
     pub beta: f64,
     /// The indifference region's width (a share, 0–1).
     pub delta: f64,
-}
-
-/// A place in an experiment file: its line and column, and the field.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SourceAt {
-    pub line: u64,
-    pub column: u64,
-    pub field: String,
 }
 
 /// The campaign's settings from the experiment file.

@@ -77,7 +77,6 @@ fn spec(value: f64, delta: f64) -> CampaignSpec {
             value,
             source: "runs with verdict metastable: >= 90% (alpha 0.05, beta 0.1)".into(),
             rates: Some(rates(delta)),
-            at: None,
         }],
     }
 }

@@ -86,7 +86,6 @@ fn spec() -> CampaignSpec {
         value,
         source: format!("{variant} test"),
         rates: None,
-        at: None,
     };
     let waves = MetricRef::whole(Metric::Waves);
     CampaignSpec {
@@ -375,7 +374,6 @@ fn a_windowed_metric_is_its_window_value_or_undefined() {
             value: 0.5,
             source: "median".into(),
             rates: None,
-            at: None,
         }],
         ..CampaignSpec::default()
     };

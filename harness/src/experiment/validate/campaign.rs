@@ -7,16 +7,16 @@
 //!   compare: [[before-fix, after-fix]]
 //!   expect:
 //!     before-fix:
-//!       "runs with verdict metastable|recovered": "100%"
-//!       "runs with waves >= 1": ">= 90%"
+//!       "runs with verdict metastable|recovered": ">= 90% (alpha 0.05, beta 0.1)"
+//!       "runs with waves >= 1": ">= 90% (alpha 0.05, beta 0.1, delta 0.4)"
 //!       "median waves": ">= 4"
 //!     after-fix:
-//!       "runs with waves >= 1": "0%"
+//!       "runs with waves >= 1": "<= 10% (alpha 0.05, beta 0.1)"
 //! ```
 //!
 //! Keys: `runs with verdict CLASS[|CLASS]`, `runs with METRIC OP NUMBER`
-//! (shares, written as percentages, optionally with the error rates they
-//! are claimed at: `">= 90% (alpha 0.05, beta 0.1)"`, see `claim.rs`),
+//! (shares, written as percentages with the error rates they are claimed
+//! at: `">= 90% (alpha 0.05, beta 0.1)"`, see `claim.rs`),
 //! `median METRIC`, `min METRIC`, `max METRIC` (compared like a per-run
 //! expectation).
 
@@ -25,7 +25,7 @@ use super::super::*;
 use super::claim;
 use super::expect::{self, Labels, Site};
 use super::{Ctx, ExperimentError};
-use run_report::campaign::{CampaignExpectation, CampaignSpec, ClaimRates, OverRuns, SourceAt};
+use run_report::campaign::{CampaignExpectation, CampaignSpec, ClaimRates, OverRuns};
 use run_report::{CompareOp, Metric, MetricRef};
 use serde_saphyr::Spanned;
 
@@ -215,11 +215,6 @@ fn expectation(
         value: number,
         source: format!("{key}: {text}"),
         rates,
-        at: Some(SourceAt {
-            line: value.referenced.line(),
-            column: value.referenced.column(),
-            field: site.field.clone(),
-        }),
     })
 }
 
@@ -288,15 +283,18 @@ fn share_value(
             if percent { "%" } else { "" }
         )));
     }
-    let mut shown = format!("{}{}", text, if percent { "%" } else { "" });
-    if let Some(r) = &rates {
-        claim::check(site, op, share, r)?;
-        shown = format!(
-            "{shown} (alpha {}, beta {}, delta {})",
-            r.alpha, r.beta, r.delta
-        );
-    }
-    Ok((op, share, shown, rates))
+    let Some(r) = rates else {
+        return Err(claim::missing_rates(site, op, share));
+    };
+    claim::check(site, op, share, &r)?;
+    let shown = format!(
+        "{text}{} (alpha {}, beta {}, delta {})",
+        if percent { "%" } else { "" },
+        r.alpha,
+        r.beta,
+        r.delta
+    );
+    Ok((op, share, shown, Some(r)))
 }
 
 #[cfg(test)]

@@ -3,13 +3,13 @@
 //! the indifference region below the stated share (default
 //! `run_report::campaign::sequential::DEFAULT_DELTA`). A sequential campaign
 //! (`harness campaign --until-settled`) decides such a claim with Wald's
-//! SPRT and refuses a share claimed without rates, at the place the file
+//! SPRT. A share claimed without rates is refused at the place the file
 //! states it, because "100 % of runs" can only ever be refuted.
 
 use super::expect::Site;
 use super::ExperimentError;
 use run_report::campaign::sequential::{hypotheses, DEFAULT_DELTA};
-use run_report::campaign::{CampaignExpectation, ClaimRates, OverRuns};
+use run_report::campaign::ClaimRates;
 use run_report::CompareOp;
 
 /// Splits `>= 90% (alpha 0.05, beta 0.1)` into the share and its rates.
@@ -74,40 +74,16 @@ pub(super) fn check(
         .map_err(|e| site.err(e.to_string()))
 }
 
-/// For `--until-settled`: every share of runs in `claims` must state its
-/// error rates; the first that does not is the located error.
-pub fn check_sequential_claims(
-    file: &str,
-    claims: &[CampaignExpectation],
-) -> Result<(), ExperimentError> {
-    for e in claims {
-        let share = matches!(
-            e.statistic,
-            OverRuns::VerdictShare { .. } | OverRuns::ConditionShare { .. }
-        );
-        if !share || e.rates.is_some() {
-            continue;
-        }
-        let every = (e.op == CompareOp::Eq && (e.value >= 1.0 || e.value <= 0.0))
-            || (e.op == CompareOp::Ge && e.value >= 1.0)
-            || (e.op == CompareOp::Le && e.value <= 0.0);
-        let why = if every {
-            "100 % of runs can only be refuted by a finite campaign; state the proportion and alpha/beta, e.g. `>= 90% (alpha 0.05, beta 0.1)`"
-        } else {
-            "a sequential campaign decides a share of runs at stated error rates; state alpha/beta, e.g. `>= 90% (alpha 0.05, beta 0.1)`"
-        };
-        let (line, column, field) =
-            e.at.as_ref()
-                .map_or((0, 0, format!("campaign.expect.{}", e.variant)), |a| {
-                    (a.line, a.column, a.field.clone())
-                });
-        return Err(ExperimentError {
-            file: file.to_string(),
-            line,
-            column,
-            field,
-            message: why.to_string(),
-        });
-    }
-    Ok(())
+/// The error for a share of runs claimed without error rates: "100 % of
+/// runs" can only ever be refuted, and any other share is only decided at
+/// stated error rates.
+pub(super) fn missing_rates(site: &Site, op: CompareOp, share: f64) -> ExperimentError {
+    let every = (op == CompareOp::Eq && (share >= 1.0 || share <= 0.0))
+        || (matches!(op, CompareOp::Ge | CompareOp::Gt) && share >= 1.0)
+        || (matches!(op, CompareOp::Le | CompareOp::Lt) && share <= 0.0);
+    site.err(if every {
+        "100 % of runs can only be refuted by a finite campaign; state the proportion and alpha/beta, e.g. `>= 90% (alpha 0.05, beta 0.1)`"
+    } else {
+        "a share of runs is decided at stated error rates; state alpha/beta, e.g. `>= 90% (alpha 0.05, beta 0.1)`"
+    })
 }

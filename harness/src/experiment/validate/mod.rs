@@ -12,7 +12,6 @@ mod alerts;
 mod campaign;
 mod claim;
 pub use campaign::{parse_seeds, seed_at_index};
-pub use claim::check_sequential_claims;
 
 /// The highest arrival rate a file may ask for (documents/s), a load
 /// spike's extra rate included: far above what one machine's load path
