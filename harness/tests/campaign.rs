@@ -31,7 +31,7 @@ variants:
 campaign:
   expect:
     after-fix:
-      "runs with incorrect_results == 0": "100%"
+      "runs with incorrect_results == 0": ">= 90% (alpha 0.05, beta 0.1, delta 0.4)"
 "#;
 
 fn scratch(name: &str) -> PathBuf {
@@ -190,8 +190,14 @@ fn a_campaign_section_is_validated_with_located_errors() {
     );
     assert!(e.message.contains("unknown metric"), "{e}");
     assert_eq!((e.file.as_str(), e.line), ("c.yaml", 21));
-    let e = bad("\"100%\"", "\"120%\"");
+    let e = bad("\">= 90% (alpha", "\"120% (alpha");
     assert!(e.message.contains("between 0% and 100%"), "{e}");
+    let e = bad("\">= 90% (alpha 0.05, beta 0.1, delta 0.4)\"", "\"100%\"");
+    assert!(
+        e.message
+            .starts_with("100 % of runs can only be refuted by a finite campaign"),
+        "{e}"
+    );
     let e = bad(
         "    after-fix:\n      \"runs",
         "    during-fix:\n      \"runs",

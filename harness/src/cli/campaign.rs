@@ -53,6 +53,17 @@ pub struct CampaignArgs {
     /// interrupted, errored and missing ones run.
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
+    /// Run seeds 1, 2, ... in batches as wide as --parallel until every
+    /// claim is settled: each share of `campaign.expect` (stated with its
+    /// error rates) by Wald's SPRT, and each compared pair's headline by the
+    /// paired test on runs with a wave. A decided claim's variant is not
+    /// run again.
+    #[arg(long, conflicts_with_all = ["resume", "seeds", "repeat"])]
+    pub until_settled: bool,
+    /// With --until-settled: stop at this many seeds, "not settled".
+    #[arg(long, value_name = "N", default_value_t = 20, requires = "until_settled",
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub max_seeds: u32,
 }
 
 #[derive(clap::Subcommand)]

@@ -105,7 +105,9 @@ pub struct RawCampaign {
     #[serde(default)]
     #[schemars(with = "Option<Vec<Vec<String>>>")]
     pub compare: Option<Spanned<Vec<Vec<String>>>>,
-    /// Per variant: `"runs with waves >= 1": ">= 90%"`, `"median waves": ">= 4"`.
+    /// Per variant: `"runs with waves >= 1": ">= 90% (alpha 0.05, beta 0.1)"`
+    /// (a share with the error rates it is proven at, optionally `delta`),
+    /// `"median waves": ">= 4"`.
     #[serde(default)]
     #[schemars(with = "IndexMap<String, IndexMap<String, ExpectValue>>")]
     pub expect: RawExpect,

@@ -5,7 +5,8 @@
 //! ([`compare`]), judges the expectations over runs ([`expect`]) and the
 //! alert rules over runs ([`detection`]), and writes `campaign.json`,
 //! `campaign.html` (with its strip plots, `strip`) and `junit.xml`
-//! ([`write`]).
+//! ([`write`]). A sequential campaign decides its claims as the runs come
+//! in and stops when they are settled ([`sequential`]).
 //!
 //! A chaotic system is judged over many runs: a per-run expectation that
 //! held in some runs but not all is *flaky*, named with the runs it failed
@@ -19,6 +20,8 @@ pub mod detection;
 pub mod expect;
 pub mod model;
 pub mod read;
+pub mod sequential;
+mod sequential_page;
 mod strip;
 pub mod write;
 
@@ -73,6 +76,10 @@ pub struct CampaignSummary {
     /// Every expectation over runs passed, every per-run expectation held in
     /// every counted run, no run errored, and every run's integrity held.
     pub all_passed: bool,
+    /// A sequential campaign's claims and its time to proof
+    /// (`--until-settled`; [`sequential`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<sequential::SequentialSummary>,
 }
 
 /// Version of campaign.json's schema.
@@ -118,6 +125,7 @@ impl CampaignSummary {
             expectations,
             runs,
             all_passed,
+            sequential: None,
         }
     }
 

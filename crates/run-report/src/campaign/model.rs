@@ -108,6 +108,24 @@ pub struct CampaignExpectation {
     pub value: f64,
     /// As written, e.g. `runs with waves >= 1 >= 90%`.
     pub source: String,
+    /// For a share: the error rates it is to be proven at
+    /// (`(alpha 0.05, beta 0.1)`), which let a sequential campaign decide it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rates: Option<ClaimRates>,
+}
+
+/// The error rates a share of runs is claimed at, and the width of the
+/// indifference region below the stated share (see
+/// `campaign::sequential`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ClaimRates {
+    /// The chance of proving the claim when the true share is at or past
+    /// the indifference region's far end.
+    pub alpha: f64,
+    /// The chance of refuting it when the true share is as stated.
+    pub beta: f64,
+    /// The indifference region's width (a share, 0–1).
+    pub delta: f64,
 }
 
 /// The campaign's settings from the experiment file.

@@ -85,6 +85,7 @@ fn spec() -> CampaignSpec {
         op,
         value,
         source: format!("{variant} test"),
+        rates: None,
     };
     let waves = MetricRef::whole(Metric::Waves);
     CampaignSpec {
@@ -372,6 +373,7 @@ fn a_windowed_metric_is_its_window_value_or_undefined() {
             op: CompareOp::Ge,
             value: 0.5,
             source: "median".into(),
+            rates: None,
         }],
         ..CampaignSpec::default()
     };

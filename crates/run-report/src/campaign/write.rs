@@ -80,6 +80,9 @@ pub fn campaign_html(c: &CampaignSummary) -> Result<String, ReportError> {
         let _ = writeln!(h, "<p class=\"desc\"><b>{}</b></p>", escape(&cmp.sentence));
     }
     h.push_str("</section>\n");
+    if let Some(s) = &c.sequential {
+        super::sequential_page::section(&mut h, s);
+    }
     expectations(&mut h, c);
     verdicts(&mut h, c);
     figures(&mut h, c)?;

@@ -14,7 +14,9 @@
 //! * how a figure is spread over the runs: [`Spread`] (median and
 //!   quartiles, which one wild run does not move);
 //! * whether a figure differs between variants: [`mann_whitney_u`], which
-//!   compares orders, not means, as such figures are far from normal.
+//!   compares orders, not means, as such figures are far from normal;
+//! * when a campaign may stop: [`Sprt`] and [`PairedSprt`], Wald's
+//!   sequential tests at stated error rates ([`sprt`]).
 //!
 //! Each matches scipy (the library a reader would check a report with) to
 //! within 1e-9 relative; the reference values and the script that computed
@@ -23,11 +25,13 @@
 mod binomial;
 mod fisher;
 mod mann_whitney;
+pub mod sprt;
 mod summary;
 
 pub use binomial::{clopper_pearson, Interval, Share, CONFIDENCE};
 pub use fisher::fisher_exact;
 pub use mann_whitney::{mann_whitney_u, MannWhitney, Method};
+pub use sprt::{Decision, Pair, PairedSprt, Sprt, SprtError};
 pub use summary::Spread;
 
 /// A p-value as a report prints it: `p < 0.001`, else to three places

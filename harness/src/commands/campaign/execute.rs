@@ -41,16 +41,22 @@ struct Running {
 
 /// Runs every job of `plan`; returns what each left.
 pub(crate) fn run_all(plan: &Plan, stop: &StopSignal) -> Outcome {
+    run_jobs(plan, plan.jobs(), plan.parallel, stop)
+}
+
+/// Runs `jobs` of `plan`, `parallel` at once (a sequential campaign's
+/// batch); returns what each left.
+pub(crate) fn run_jobs(plan: &Plan, jobs: Vec<Job>, parallel: usize, stop: &StopSignal) -> Outcome {
     let mut s = Scheduler {
         plan,
         queue: VecDeque::new(),
         running: Vec::new(),
         runs: Vec::new(),
-        parallel: plan.parallel,
+        parallel,
         total: 0,
         kept: 0,
     };
-    s.queue_unfinished();
+    s.queue_unfinished(jobs);
     let mut forwarded = false;
     loop {
         if stop.is_set() && !forwarded {
@@ -91,8 +97,8 @@ impl Scheduler<'_> {
     /// Queues every job without a finished report; `--resume` keeps the
     /// runs that were judged or left out, and runs again those that were
     /// interrupted or errored.
-    fn queue_unfinished(&mut self) {
-        for job in self.plan.jobs() {
+    fn queue_unfinished(&mut self, jobs: Vec<Job>) {
+        for job in jobs {
             let rel = super::run_dir(&job.variant, job.seed, job.repeat);
             let kept = collect::find_summary(&self.plan.dir.join(&rel))
                 .map(|_| collect::finished(&self.plan.dir, &rel, &job, Exit::Recorded))

@@ -13,6 +13,7 @@ mod collect;
 mod execute;
 mod merge;
 mod plan;
+mod sequential;
 
 use crate::base::exit::{CliError, Finished};
 use crate::commands::budget::words;
@@ -72,6 +73,9 @@ pub fn cli(args: CampaignArgs) -> Result<Finished, CliError> {
         None => {}
     }
     let plan = plan::Plan::from_args(&args)?;
+    if args.until_settled {
+        sequential::check(&plan)?;
+    }
     eprintln!("{}", plan.describe());
     crate::commands::budget::check(
         plan.estimate(),
@@ -82,6 +86,9 @@ pub fn cli(args: CampaignArgs) -> Result<Finished, CliError> {
     .map_err(CliError::new)?;
     let stop = execute::install_stop()?;
     let started = std::time::Instant::now();
+    if args.until_settled {
+        return sequential::run(plan, &stop, started);
+    }
     let outcome = execute::run_all(&plan, &stop);
     let summary = plan.summary(outcome, started.elapsed(), stop.is_set());
     finish(&plan.dir, &summary)

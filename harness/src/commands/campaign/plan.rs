@@ -117,6 +117,8 @@ impl Plan {
             (Some(s), _) => s.seeds.clone(),
             (None, Some(text)) => experiment::parse_seeds(text)
                 .map_err(|e| CliError::new(format_args!("--seeds: {e}")))?,
+            // A sequential campaign takes seeds from 1 until settled.
+            (None, None) if args.until_settled => (1..=u64::from(args.max_seeds)).collect(),
             (None, None) if !exp.campaign.seeds.is_empty() => exp.campaign.seeds.clone(),
             (None, None) => (1..=5).collect(),
         };

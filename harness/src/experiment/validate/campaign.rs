@@ -7,22 +7,25 @@
 //!   compare: [[before-fix, after-fix]]
 //!   expect:
 //!     before-fix:
-//!       "runs with verdict metastable|recovered": "100%"
-//!       "runs with waves >= 1": ">= 90%"
+//!       "runs with verdict metastable|recovered": ">= 90% (alpha 0.05, beta 0.1)"
+//!       "runs with waves >= 1": ">= 90% (alpha 0.05, beta 0.1, delta 0.4)"
 //!       "median waves": ">= 4"
 //!     after-fix:
-//!       "runs with waves >= 1": "0%"
+//!       "runs with waves >= 1": "<= 10% (alpha 0.05, beta 0.1)"
 //! ```
 //!
 //! Keys: `runs with verdict CLASS[|CLASS]`, `runs with METRIC OP NUMBER`
-//! (shares, written as percentages), `median METRIC`, `min METRIC`,
-//! `max METRIC` (compared like a per-run expectation).
+//! (shares, written as percentages with the error rates they are claimed
+//! at: `">= 90% (alpha 0.05, beta 0.1)"`, see `claim.rs`),
+//! `median METRIC`, `min METRIC`, `max METRIC` (compared like a per-run
+//! expectation).
 
 use super::super::raw::*;
 use super::super::*;
+use super::claim;
 use super::expect::{self, Labels, Site};
 use super::{Ctx, ExperimentError};
-use run_report::campaign::{CampaignExpectation, CampaignSpec, OverRuns};
+use run_report::campaign::{CampaignExpectation, CampaignSpec, ClaimRates, OverRuns};
 use run_report::{CompareOp, Metric, MetricRef};
 use serde_saphyr::Spanned;
 
@@ -199,10 +202,11 @@ fn expectation(
         };
         (statistic, false)
     };
-    let (op, number, text) = if is_share {
+    let (op, number, text, rates) = if is_share {
         share_value(&site, &value.value)?
     } else {
-        expect::comparison(&site, &value.value)?
+        let (op, number, text) = expect::comparison(&site, &value.value)?;
+        (op, number, text, None)
     };
     Ok(CampaignExpectation {
         variant: variant.to_string(),
@@ -210,6 +214,7 @@ fn expectation(
         op,
         value: number,
         source: format!("{key}: {text}"),
+        rates,
     })
 }
 
@@ -256,17 +261,19 @@ fn metric_ref(site: &Site, text: &str, labels: &Labels) -> Result<MetricRef, Exp
     })
 }
 
-/// `">= 90%"`, `"100%"`, `0%` or a fraction `">= 0.9"`: a share in [0, 1].
+/// `">= 90%"`, `"100%"`, `0%` or a fraction `">= 0.9"`: a share in [0, 1],
+/// with the error rates it is claimed at, if any (`claim.rs`).
 fn share_value(
     site: &Site,
     value: &ExpectValue,
-) -> Result<(CompareOp, f64, String), ExperimentError> {
-    let (text, percent) = match value {
-        ExpectValue::Number(n) => (n.to_string(), false),
-        ExpectValue::Text(t) => match t.trim().strip_suffix('%') {
-            Some(rest) => (rest.to_string(), true),
-            None => (t.trim().to_string(), false),
-        },
+) -> Result<(CompareOp, f64, String, Option<ClaimRates>), ExperimentError> {
+    let (written, rates) = match value {
+        ExpectValue::Number(n) => (n.to_string(), None),
+        ExpectValue::Text(t) => claim::split_rates(site, t)?,
+    };
+    let (text, percent) = match written.strip_suffix('%') {
+        Some(rest) => (rest.trim_end().to_string(), true),
+        None => (written.clone(), false),
     };
     let (op, number, _) = expect::comparison(site, &ExpectValue::Text(text.clone()))?;
     let share = if percent { number / 100.0 } else { number };
@@ -276,8 +283,18 @@ fn share_value(
             if percent { "%" } else { "" }
         )));
     }
-    let shown = format!("{}{}", text, if percent { "%" } else { "" });
-    Ok((op, share, shown))
+    let Some(r) = rates else {
+        return Err(claim::missing_rates(site, op, share));
+    };
+    claim::check(site, op, share, &r)?;
+    let shown = format!(
+        "{text}{} (alpha {}, beta {}, delta {})",
+        if percent { "%" } else { "" },
+        r.alpha,
+        r.beta,
+        r.delta
+    );
+    Ok((op, share, shown, Some(r)))
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 
 mod alerts;
 mod campaign;
+mod claim;
 pub use campaign::{parse_seeds, seed_at_index};
 
 /// The highest arrival rate a file may ask for (documents/s), a load
