@@ -60,7 +60,7 @@ pub fn cell_text(
     for p in &trigger.paths {
         set_path(&mut t, p, trigger.range.json(trigger_index))?;
     }
-    to_yaml(&t)
+    Ok(to_yaml(&t)?)
 }
 
 /// Estimated wall time: runs (cells x seeds x variants) x (duration +
