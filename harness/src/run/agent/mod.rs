@@ -141,7 +141,7 @@ pub async fn run(args: AgentArgs, stop: Arc<StopSignal>) -> anyhow::Result<()> {
     drop(recorder);
     let _ = finish_tx.send(finished);
     reporter.await.context("the reporter task")??;
-    load.map(|_| ())
+    Ok(load.map(|_| ())?)
 }
 
 /// What this agent tells the coordinator at the handshake: who it is and
@@ -189,7 +189,12 @@ fn my_shard(
 
 /// Drives the shard's load; returns its outcome and what the last report
 /// says of it (the counts, zero when the load failed, and the CPU it took).
-async fn drive(load_plan: LoadPlan) -> (anyhow::Result<crate::load::LoadOutcome>, Finished) {
+async fn drive(
+    load_plan: LoadPlan,
+) -> (
+    Result<crate::load::LoadOutcome, crate::load::LoadError>,
+    Finished,
+) {
     let cpu_before = crate::base::cpu::process_cpu_s().ok();
     let load = crate::load::drive(load_plan).await;
     let cpu_s = cpu_before

@@ -101,7 +101,7 @@ struct Watchers {
 
 /// What the load phase gave.
 struct Driven {
-    load: anyhow::Result<load::LoadOutcome>,
+    load: Result<load::LoadOutcome, load::LoadError>,
     agents: Vec<run_report::AgentRecord>,
     /// `None` in virtual time: the wall clock's CPU is not the run's.
     cost: Option<run_report::HarnessCost>,
@@ -477,13 +477,16 @@ impl<'a> VariantDrive<'a> {
 async fn drive_on_own_runtime(
     plan: LoadPlan,
     meter: crate::run::cost::CostMeter,
-) -> (anyhow::Result<load::LoadOutcome>, run_report::HarnessCost) {
+) -> (
+    Result<load::LoadOutcome, load::LoadError>,
+    run_report::HarnessCost,
+) {
     let recorder = plan.journeys.recorder.clone();
     let rt = match crate::base::cpu::named_runtime(crate::base::cpu::LOAD_THREADS) {
         Ok(rt) => rt,
         Err(e) => {
             let cost = meter.finish(&recorder);
-            return (Err(e).context("starting the load's runtime"), cost);
+            return (Err(load::LoadError::Runtime(e)), cost);
         }
     };
     let result = rt.spawn(load::drive(plan)).await;
@@ -492,7 +495,7 @@ async fn drive_on_own_runtime(
     rt.shutdown_background();
     let result = match result {
         Ok(r) => r,
-        Err(e) => Err(anyhow::anyhow!("the load task: {e}")),
+        Err(e) => Err(load::LoadError::Task(e)),
     };
     (result, cost)
 }
