@@ -29,7 +29,7 @@ use crate::env::procfs::{descendants, process_start};
 
 /// Why a component process could not be started, killed or restarted.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum ComponentError {
+pub enum ComponentError {
     #[error("finding the harness executable: {}", Causes(.0))]
     Exe(std::io::Error),
     #[error("the harness executable's folder")]

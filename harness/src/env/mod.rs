@@ -198,7 +198,7 @@ impl Target {
 /// executor, calibration, the embedded system, its processes or containers,
 /// an external target's page function.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum EnvError {
+pub enum EnvError {
     #[error("selecting the page executor: {}", Causes(.0))]
     Select(gpu_executor::ExecError),
     #[error("arrival rates relative to capacity need the embedded environment; give `rate:` (a load spike `extra_rate:`) in documents/s for an external target")]
@@ -267,7 +267,7 @@ pub(crate) enum EnvError {
 }
 
 /// The page executor every embedded variant shares (one device), or None for an external target.
-pub(crate) fn executor(exp: &Experiment) -> Result<Option<Arc<dyn PageExecutor>>, EnvError> {
+pub fn executor(exp: &Experiment) -> Result<Option<Arc<dyn PageExecutor>>, EnvError> {
     match exp.environment {
         // Containers: the pools run on this machine too, so calibrate here.
         Environment::Embedded | Environment::Containers { .. } => {
@@ -287,7 +287,7 @@ pub(crate) fn executor(exp: &Experiment) -> Result<Option<Arc<dyn PageExecutor>>
 }
 
 /// Measures one pool's page throughput here, so `capacity`-relative rates mean the same on any machine.
-pub(crate) fn calibrate(
+pub fn calibrate(
     exp: &Experiment,
     executor: Option<&dyn PageExecutor>,
 ) -> Result<Capacity, EnvError> {
@@ -322,7 +322,7 @@ pub(crate) fn calibrate(
 }
 
 /// Starts the variant's system under test (embedded) or points at the external one.
-pub(crate) async fn start(
+pub async fn start(
     exp: &Experiment,
     v: &Variant,
     executor: Option<Arc<dyn PageExecutor>>,
@@ -475,7 +475,7 @@ async fn serve(
 /// A variant's system someone else started from this file (`--deployed`,
 /// e.g. the Deployments of `harness render k8s`): driven with the variant's
 /// admin token, its page function checked like an external target's.
-pub(crate) async fn deployed(url: &str, system: &sut::SystemConfig) -> Result<Target, EnvError> {
+pub async fn deployed(url: &str, system: &sut::SystemConfig) -> Result<Target, EnvError> {
     check_external_page_function(url, Some(&system.admin_token), &system.page).await?;
     Ok(Target::elsewhere(
         url.trim_end_matches('/').to_string(),

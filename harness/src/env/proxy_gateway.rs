@@ -40,7 +40,7 @@ use sut::metric_names::{GATEWAY_ATTEMPTS_TOTAL, GATEWAY_REQUESTS_TOTAL};
 /// Why a proxy gateway (HAProxy or nginx, as a process) or its face could
 /// not be set up.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum ProxyError {
+pub enum ProxyError {
     #[error("reading {}: {}", .path.display(), Causes(.error))]
     Read {
         path: PathBuf,

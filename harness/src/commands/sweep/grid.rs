@@ -39,10 +39,10 @@ async fn run_seed(
     let mut e = c.experiment.clone();
     e.seed = seed;
     match opts.clock {
-        ClockKind::Real => run::run(&e, &opts, stop).await,
-        ClockKind::Virtual => tokio::task::spawn_blocking(move || {
+        ClockKind::Real => Ok(run::run(&e, &opts, stop).await?),
+        ClockKind::Virtual => tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
             let rt = ClockKind::Virtual.runtime()?;
-            rt.block_on(run::run(&e, &opts, stop))
+            Ok(rt.block_on(run::run(&e, &opts, stop))?)
         })
         .await
         .map_err(|e| anyhow::anyhow!("a virtual-time cell's thread ended: {e}"))?,

@@ -248,7 +248,7 @@ impl ContainerSet {
 /// Starts Redis (if the cache asks for it), the pools and the gateway (a
 /// proxy gateway's container and its control), with a fault proxy in the
 /// path into each pool `network_faulted` names (`pool-Z`).
-pub(crate) async fn start(
+pub async fn start(
     variant: &str,
     config: &SystemConfig,
     images: &ContainerImages,
@@ -434,7 +434,7 @@ type Tc = Box<testcontainers::TestcontainersError>;
 /// Why the variant's containers (Redis, pools, gateway, a proxy gateway, a
 /// load agent) or the paths into them could not be set up.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum ContainerError {
+pub enum ContainerError {
     #[error(transparent)]
     Docker(#[from] DockerError),
     #[error("serializing the system configuration: {}", Causes(.0))]
@@ -517,7 +517,7 @@ fn publish_on_loopback(hc: &mut HostConfig, ports: &[u16]) {
 
 /// The variant network's gateway address: where containers reach this host
 /// (the coordinator of load agents listens there, not on every interface).
-pub(crate) async fn network_gateway(network: &str) -> Result<std::net::IpAddr, ContainerError> {
+pub async fn network_gateway(network: &str) -> Result<std::net::IpAddr, ContainerError> {
     crate::env::docker::network_gateways(network)
         .await
         .map_err(|error| ContainerError::Inspect {
@@ -534,7 +534,7 @@ pub const AGENT_EXPERIMENT: &str = "/etc/experiment/experiment.yaml";
 
 /// A load agent as a container of the sut image (which carries `harness`),
 /// on the variant's network: `harness agent` with the experiment file copied in.
-pub(crate) async fn start_agent(
+pub async fn start_agent(
     image: &str,
     network: &str,
     experiment: &str,

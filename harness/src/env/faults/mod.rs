@@ -46,7 +46,7 @@ fn external_pid(c: &ExternalComponent) -> Result<Option<u32>, FaultError> {
 
 /// Why a generic fault could not be applied or undone.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum FaultError {
+pub enum FaultError {
     #[error("no component {0:?} runs in this variant")]
     NoComponent(String),
     #[error("{0} is not running (killed?)")]
