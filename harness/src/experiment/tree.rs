@@ -12,7 +12,7 @@ use crate::experiment::ExperimentError;
 /// Why an experiment's tree could not be read, edited by a dotted path or
 /// `--set`, or written back as YAML (before validation).
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum TreeError {
+pub enum TreeError {
     /// The path names a key the mapping lacks.
     #[error("{path}: no key `{seg}` in {here} (it has: {keys})")]
     NoKey {
