@@ -2,6 +2,7 @@
 //! Ctrl-C, CPU threads and runtimes, exit codes, report folders, progress.
 //! Nothing here uses another module of the harness.
 
+pub(crate) mod causes;
 pub mod clock;
 pub mod cpu;
 pub mod exit;

@@ -85,11 +85,26 @@ fn set_path(v: &mut Value, path: &[String], value: Value) {
     }
 }
 
+/// Why an ablation could not be planned: a variant not in the file, two
+/// variants with one configuration, or a configuration that does not
+/// round-trip or validate with one fix group applied.
+#[derive(Debug, thiserror::Error)]
+pub enum AblateError {
+    #[error("no variant named {variant:?} in {name}")]
+    NoVariant { variant: String, name: String },
+    #[error("{before} and {after} have the same system configuration: nothing to ablate")]
+    Same { before: String, after: String },
+    #[error("{}", crate::base::causes::Causes(.0))]
+    Json(#[from] serde_json::Error),
+    #[error("{}", crate::base::causes::Causes(.0))]
+    Config(#[from] sut::config::SystemConfigError),
+}
+
 /// The fix groups between two system configurations.
 pub fn fix_groups(
     before: &sut::SystemConfig,
     after: &sut::SystemConfig,
-) -> anyhow::Result<Vec<FixGroup>> {
+) -> Result<Vec<FixGroup>, AblateError> {
     let (b, a) = (serde_json::to_value(before)?, serde_json::to_value(after)?);
     let (mut lb, mut la) = (BTreeMap::new(), BTreeMap::new());
     leaves(&b, &mut Vec::new(), &mut lb);
@@ -124,7 +139,7 @@ fn with_group(
     base: &sut::SystemConfig,
     group: &FixGroup,
     apply: bool,
-) -> anyhow::Result<sut::SystemConfig> {
+) -> Result<sut::SystemConfig, AblateError> {
     let mut v = serde_json::to_value(base)?;
     let parts: Vec<String> = group.name.split('.').map(String::from).collect();
     set_path(
@@ -150,18 +165,24 @@ pub struct Plan {
 }
 
 /// Builds the runs; `before`/`after` name the two variants to compare.
-pub fn plan(exp: &Experiment, before: &str, after: &str) -> anyhow::Result<Plan> {
+pub fn plan(exp: &Experiment, before: &str, after: &str) -> Result<Plan, AblateError> {
     let find = |n: &str| {
         exp.variants
             .iter()
             .find(|v| v.name == n)
             .cloned()
-            .ok_or_else(|| anyhow::anyhow!("no variant named {n:?} in {}", exp.name))
+            .ok_or_else(|| AblateError::NoVariant {
+                variant: n.to_string(),
+                name: exp.name.clone(),
+            })
     };
     let (b, a) = (find(before)?, find(after)?);
     let groups = fix_groups(&b.system, &a.system)?;
     if groups.is_empty() {
-        anyhow::bail!("{before} and {after} have the same system configuration: nothing to ablate");
+        return Err(AblateError::Same {
+            before: before.to_string(),
+            after: after.to_string(),
+        });
     }
     let mut variants = vec![b.clone()];
     for g in &groups {
@@ -304,8 +325,7 @@ pub fn cli(
     use crate::base::exit::{CliError, Finished};
     let mut exp = super::run::load(&args.experiment, args.quick, args.seed)?;
     super::run::apply_clock(&args.experiment, &mut exp, args.clock, args.without_alerts)?;
-    let plan =
-        plan(&exp, &args.before, &args.after).map_err(|e| CliError::new(format_args!("{e:#}")))?;
+    let plan = plan(&exp, &args.before, &args.after).map_err(CliError::new)?;
     let est = args.clock.wall_estimate(estimate(&plan));
     eprintln!(
         "ablation of {}: {} fix groups ({}), {} runs, estimated {}",
@@ -329,7 +349,7 @@ pub fn cli(
     };
     let outcome = rt
         .block_on(crate::run::run(&plan.experiment, &opts, stop.clone()))
-        .map_err(|e| CliError::new(format_args!("{e:#}")))?;
+        .map_err(CliError::new)?;
     let c = classify(
         &plan.groups,
         &plan.before,

@@ -59,15 +59,35 @@ impl Range {
     }
 }
 
+/// Why a span, a range or a trigger axis given on the command line is
+/// refused (`sweep --load/--trigger`, `threshold --trigger`).
+#[derive(Debug, thiserror::Error)]
+pub enum AxisError {
+    #[error("{0:?} is not a span; write LO..HI, e.g. 1..8 or 0.5s..8s")]
+    NotSpan(String),
+    #[error("{0:?}: both ends need the same unit")]
+    Units(String),
+    #[error("{0:?} is not a range; write FROM..TO:STEPS (e.g. 0.3..0.9:7, 1..8:5 or 1s..5s:5)")]
+    NotRange(String),
+    #[error("{0:?}: the number of steps must be at least 1")]
+    NoSteps(String),
+    #[error("{0:?}: at most 100 steps per axis")]
+    TooManySteps(String),
+    #[error("--trigger {s:?}: write {example}")]
+    TriggerSyntax { s: String, example: String },
+    #[error("--trigger {0:?}: no path before '='")]
+    TriggerNoPath(String),
+}
+
 /// `LO..HI` (both ends with the same unit, or none), e.g. `1..8`, `0.5s..8s`.
-pub fn parse_span(s: &str) -> anyhow::Result<(f64, f64, Scale)> {
+pub fn parse_span(s: &str) -> Result<(f64, f64, Scale), AxisError> {
     let s = s.trim();
-    let bad = || anyhow::anyhow!("{s:?} is not a span; write LO..HI, e.g. 1..8 or 0.5s..8s");
+    let bad = || AxisError::NotSpan(s.to_string());
     let (a, b) = s.split_once("..").ok_or_else(bad)?;
     let (x, ua, ia) = number(a).ok_or_else(bad)?;
     let (y, ub, ib) = number(b).ok_or_else(bad)?;
     if ua != ub {
-        anyhow::bail!("{s:?}: both ends need the same unit");
+        return Err(AxisError::Units(s.to_string()));
     }
     Ok((
         x,
@@ -95,13 +115,9 @@ pub use run_report::sweep::fmt_value;
 
 /// Parses `FROM..TO:STEPS` (or a single value `X`); the ends may carry a
 /// duration unit (`1s..5s:5`).
-pub fn parse_range(s: &str) -> anyhow::Result<Range> {
+pub fn parse_range(s: &str) -> Result<Range, AxisError> {
     let s = s.trim();
-    let bad = || {
-        anyhow::anyhow!(
-            "{s:?} is not a range; write FROM..TO:STEPS (e.g. 0.3..0.9:7, 1..8:5 or 1s..5s:5)"
-        )
-    };
+    let bad = || AxisError::NotRange(s.to_string());
     let Some((span, steps)) = s.split_once(':') else {
         if s.contains("..") {
             return Err(bad());
@@ -118,10 +134,10 @@ pub fn parse_range(s: &str) -> anyhow::Result<Range> {
     let (x, y, scale) = parse_span(span).map_err(|_| bad())?;
     let n: usize = steps.trim().parse().map_err(|_| bad())?;
     if n == 0 {
-        anyhow::bail!("{s:?}: the number of steps must be at least 1");
+        return Err(AxisError::NoSteps(s.to_string()));
     }
     if n > 100 {
-        anyhow::bail!("{s:?}: at most 100 steps per axis");
+        return Err(AxisError::TooManySteps(s.to_string()));
     }
     let mut values: Vec<f64> = (0..n)
         .map(|i| {
@@ -146,23 +162,24 @@ pub struct Trigger {
 
 /// Splits `PATH[,PATH..]=VALUES` into the paths and the values' text;
 /// `example` shows the form in the error.
-pub fn split_paths<'a>(s: &'a str, example: &str) -> anyhow::Result<(Vec<String>, &'a str)> {
-    let (paths, values) = s
-        .split_once('=')
-        .ok_or_else(|| anyhow::anyhow!("--trigger {s:?}: write {example}"))?;
+pub fn split_paths<'a>(s: &'a str, example: &str) -> Result<(Vec<String>, &'a str), AxisError> {
+    let (paths, values) = s.split_once('=').ok_or_else(|| AxisError::TriggerSyntax {
+        s: s.to_string(),
+        example: example.to_string(),
+    })?;
     let paths: Vec<String> = paths
         .split(',')
         .map(|p| p.trim().to_string())
         .filter(|p| !p.is_empty())
         .collect();
     if paths.is_empty() {
-        anyhow::bail!("--trigger {s:?}: no path before '='");
+        return Err(AxisError::TriggerNoPath(s.to_string()));
     }
     Ok((paths, values))
 }
 
 /// Parses `PATH[,PATH..]=RANGE`.
-pub fn parse_trigger(s: &str) -> anyhow::Result<Trigger> {
+pub fn parse_trigger(s: &str) -> Result<Trigger, AxisError> {
     let (paths, range) = split_paths(
         s,
         "PATH=FROM..TO:STEPS, e.g. quick.timeline.1.fault.oversized_documents.count=1..8:5",

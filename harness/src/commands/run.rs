@@ -36,7 +36,7 @@ pub fn cli(path: PathBuf, args: RunArgs) -> Result<Finished, CliError> {
     };
     let outcome = rt
         .block_on(run::run(&exp, &opts, stop.clone()))
-        .map_err(|e| CliError::new(format_args!("{e:#}")))?;
+        .map_err(CliError::new)?;
     print_summary(&outcome, args.quiet);
     if args.json {
         println!(

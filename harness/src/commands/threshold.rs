@@ -17,12 +17,11 @@ use crate::base::exit::{CliError, Finished};
 use crate::base::interrupt::StopSignal;
 use crate::base::run_id::RunFolder;
 use crate::cli::ThresholdArgs;
-use crate::commands::axis::{parse_span, Scale};
+use crate::commands::axis::{parse_span, AxisError, Scale};
 use crate::commands::budget::words;
-use crate::experiment::tree::{parse_sets, set_path, to_yaml, with_sets, Source};
-use crate::experiment::{self, Experiment};
+use crate::experiment::tree::{parse_sets, set_path, to_yaml, with_sets, Source, TreeError};
+use crate::experiment::{self, Experiment, ExperimentError};
 use crate::run::{self, RunOptions};
-use anyhow::Context;
 use run_report::threshold::{
     Outcome, Probe, ProbeCall, ProbeRun, ThresholdReport, VariantThreshold,
 };
@@ -56,9 +55,44 @@ pub struct Search {
     pub without_alerts: bool,
 }
 
+/// Why a threshold search could not be planned (its arguments, the file, a
+/// probe's experiment that does not validate) or a probe's run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ThresholdError {
+    #[error(transparent)]
+    Tree(#[from] TreeError),
+    #[error(transparent)]
+    Axis(#[from] AxisError),
+    #[error("--trigger: {0}")]
+    Trigger(AxisError),
+    #[error("{0}: the search runs the quick form, which uses `quick.timeline`; use quick.timeline.… (or --full)")]
+    QuickForm(String),
+    #[error("--without-alerts is for --clock virtual only")]
+    WithoutAlerts,
+    /// The file refused on the virtual clock, or a probe that does not validate.
+    #[error("{0}")]
+    Invalid(#[from] ExperimentError),
+    #[error("no variant named {variant:?} in {name}")]
+    NoVariant { variant: String, name: String },
+    #[error("--trigger {0:?}: the two ends must differ (LO..HI, or HI..LO for a trigger that grows as its value falls)")]
+    SameEnds(String),
+    #[error("--resolution {0}: must be between 0 and 1 (a share of the range)")]
+    Resolution(f64),
+    #[error("--runs-per-probe {0}: between 1 and 25")]
+    RunsPerProbe(u32),
+    #[error(transparent)]
+    Run(#[from] Box<crate::run::RunError>),
+}
+
+impl From<crate::run::RunError> for ThresholdError {
+    fn from(e: crate::run::RunError) -> ThresholdError {
+        ThresholdError::Run(Box::new(e))
+    }
+}
+
 impl Search {
     /// The experiment with the trigger at `value` and the probe's seed.
-    pub fn experiment(&self, value: f64, seed: u64) -> anyhow::Result<Experiment> {
+    pub fn experiment(&self, value: f64, seed: u64) -> Result<Experiment, ThresholdError> {
         let mut t = with_sets(&self.tree, &self.sets)?;
         for p in &self.paths {
             set_path(&mut t, p, self.scale.json(value))?;
@@ -69,8 +103,7 @@ impl Search {
             self.paths[0],
             self.scale.text(value)
         );
-        let mut e = experiment::parse(&to_yaml(&t)?, &label, self.quick)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut e = experiment::parse(&to_yaml(&t)?, &label, self.quick)?;
         e.seed = seed;
         if self.without_alerts {
             e.leave_out_alerts(crate::base::clock::WITHOUT_ALERTS);
@@ -109,36 +142,35 @@ impl Search {
 
 /// Parses and validates the search: the file, the span, and the experiment
 /// at both ends and the middle (nothing runs before all of them passed).
-pub fn plan(a: &ThresholdArgs) -> anyhow::Result<Search> {
+pub fn plan(a: &ThresholdArgs) -> Result<Search, ThresholdError> {
     let quick = !a.full;
     let src = Source::read(&a.experiment, quick)?;
     let (paths, span) = crate::commands::axis::split_paths(
         &a.trigger,
         "PATH=LO..HI, e.g. quick.timeline.0.duration=0.5s..8s",
     )?;
-    let (first, second, scale) = parse_span(span).context("--trigger")?;
+    let (first, second, scale) = parse_span(span).map_err(ThresholdError::Trigger)?;
     check_search(a, first, second)?;
     let descending = first > second;
     let (low, high) = (first.min(second), first.max(second));
     if quick && src.tree.pointer("/quick/timeline").is_some() {
         if let Some(p) = paths.iter().find(|p| p.starts_with("timeline.")) {
-            anyhow::bail!("{p}: the search runs the quick form, which uses `quick.timeline`; use quick.timeline.… (or --full)");
+            return Err(ThresholdError::QuickForm(p.clone()));
         }
     }
     let variants = src.variants(a.variant.as_deref());
     if a.without_alerts && !a.clock.is_virtual() {
-        anyhow::bail!("--without-alerts is for --clock virtual only");
+        return Err(ThresholdError::WithoutAlerts);
     }
     if a.clock.is_virtual() {
         experiment::check_virtual_clock(&src.base.source, &src.file, a.without_alerts)?;
     }
     let Source { file, base, tree } = src;
     if variants.is_empty() {
-        anyhow::bail!(
-            "no variant named {:?} in {}",
-            a.variant.as_deref().unwrap_or(""),
-            base.name
-        );
+        return Err(ThresholdError::NoVariant {
+            variant: a.variant.as_deref().unwrap_or("").to_string(),
+            name: base.name.clone(),
+        });
     }
     let base_seed = a.plan.seed.unwrap_or(base.seed);
     let sets = parse_sets(&a.set)?;
@@ -169,21 +201,15 @@ pub fn plan(a: &ThresholdArgs) -> anyhow::Result<Search> {
 /// The search's own bounds: two different ends (the second the severe
 /// one), a resolution that is a share of the range, and a seed count a
 /// probe can afford.
-fn check_search(a: &ThresholdArgs, first: f64, second: f64) -> anyhow::Result<()> {
+fn check_search(a: &ThresholdArgs, first: f64, second: f64) -> Result<(), ThresholdError> {
     if first == second {
-        anyhow::bail!(
-            "--trigger {:?}: the two ends must differ (LO..HI, or HI..LO for a trigger that grows as its value falls)",
-            a.trigger
-        );
+        return Err(ThresholdError::SameEnds(a.trigger.clone()));
     }
     if !(a.resolution > 0.0 && a.resolution < 1.0) {
-        anyhow::bail!(
-            "--resolution {}: must be between 0 and 1 (a share of the range)",
-            a.resolution
-        );
+        return Err(ThresholdError::Resolution(a.resolution));
     }
     if a.runs_per_probe == 0 || a.runs_per_probe > 25 {
-        anyhow::bail!("--runs-per-probe {}: between 1 and 25", a.runs_per_probe);
+        return Err(ThresholdError::RunsPerProbe(a.runs_per_probe));
     }
     Ok(())
 }
@@ -191,7 +217,7 @@ fn check_search(a: &ThresholdArgs, first: f64, second: f64) -> anyhow::Result<()
 impl Search {
     /// One variant run at its longest (duration, drain, start-up) over the
     /// experiment at both ends and the middle of the range, each validated.
-    fn longest_run(&self, seed: u64) -> anyhow::Result<Duration> {
+    fn longest_run(&self, seed: u64) -> Result<Duration, ThresholdError> {
         let mut longest = Duration::ZERO;
         for v in [self.low, (self.low + self.high) / 2.0, self.high] {
             let e = self.experiment(self.scale.round(v), seed)?;
@@ -217,7 +243,7 @@ async fn probe(
     value: f64,
     dir: &Path,
     stop: &Arc<StopSignal>,
-) -> anyhow::Result<Probe> {
+) -> Result<Probe, ThresholdError> {
     let text = s.scale.text(value);
     let mut runs = Vec::new();
     for &seed in &s.seeds {
@@ -278,7 +304,7 @@ async fn search_variant(
     let outcome = match bisect(s, variant, dir, stop, &mut probes).await {
         Ok(o) => o,
         Err(e) => Outcome::Stopped {
-            reason: format!("{e:#}"),
+            reason: e.to_string(),
         },
     };
     VariantThreshold {
@@ -294,7 +320,7 @@ async fn bisect(
     dir: &Path,
     stop: &Arc<StopSignal>,
     probes: &mut Vec<Probe>,
-) -> anyhow::Result<Outcome> {
+) -> Result<Outcome, ThresholdError> {
     let call = |p: Probe, probes: &mut Vec<Probe>| {
         let c = (p.call, p.text.clone(), p.runs.len());
         probes.push(p);
@@ -349,7 +375,7 @@ async fn bisect(
 
 /// `harness threshold`: exit 0 done, 2 bad input or over budget, 130 interrupted.
 pub fn cli(args: ThresholdArgs) -> Result<Finished, CliError> {
-    let s = plan(&args).map_err(|e| CliError::new(format_args!("{e:#}")))?;
+    let s = plan(&args).map_err(CliError::new)?;
     let est = s.estimate();
     eprintln!(
         "threshold of {}: {} from {} to {}{}, {} seed(s) per probe, at most {} probes per variant ({}), {} form ({} per run): estimated at most {}",

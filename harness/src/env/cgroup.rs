@@ -50,7 +50,7 @@ pub(crate) struct Placement {
 
 /// Why a cgroup fault could not be applied or undone.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum CgroupError {
+pub enum CgroupError {
     #[error("no cgroup hierarchy with the {0} controller is mounted under /sys/fs/cgroup")]
     NoController(&'static str),
     #[error("process {pid} has no {controller} cgroup in /proc/{pid}/cgroup (has it exited?)")]

@@ -16,7 +16,6 @@
 //! a restarted component listens on the address it had, so its peers reach
 //! it again.
 
-use anyhow::{bail, Context};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -24,30 +23,86 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
 
+use crate::base::causes::Causes;
 use crate::env::ledger::{Ledger, Record};
 use crate::env::procfs::{descendants, process_start};
+
+/// Why a component process could not be started, killed or restarted.
+#[derive(Debug, thiserror::Error)]
+pub enum ComponentError {
+    #[error("finding the harness executable: {}", Causes(.0))]
+    Exe(std::io::Error),
+    #[error("the harness executable's folder")]
+    ExeFolder,
+    #[error("no `sut` binary beside {} (build it: cargo build -p system-under-test, or set HARNESS_SUT_BIN)", .0.display())]
+    NoSut(PathBuf),
+    #[error("creating {}: {}", .dir.display(), Causes(.error))]
+    Folder { dir: PathBuf, error: std::io::Error },
+    #[error("opening {}: {}", .path.display(), Causes(.error))]
+    Log {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("log file: {}", Causes(.0))]
+    LogFile(std::io::Error),
+    #[error("starting {name} ({}): {}", .program.display(), Causes(.error))]
+    Spawn {
+        name: String,
+        program: PathBuf,
+        error: std::io::Error,
+    },
+    #[error(transparent)]
+    Ledger(#[from] crate::env::ledger::LedgerError),
+    /// Waiting on the child, or reading a bound socket's address.
+    #[error("{}", Causes(.0))]
+    Io(std::io::Error),
+    #[error("no such component")]
+    NoSuch,
+    #[error("already killed")]
+    AlreadyKilled,
+    #[error("killing {name}: {}", Causes(.error))]
+    Kill { name: String, error: std::io::Error },
+    #[error("{0} is running")]
+    Running(String),
+    /// The component exited before it listened (`on`: " on ADDR" or "").
+    #[error("{name} exited ({status}) before listening{on}; its log {}:\n{tail}", .log.display())]
+    Exited {
+        name: String,
+        status: std::process::ExitStatus,
+        on: String,
+        log: PathBuf,
+        tail: String,
+    },
+    /// The component did not listen in time (`on`: " on ADDR" or "").
+    #[error("{name} did not listen{on} within {startup:?}; its log {}:\n{tail}", .log.display(), startup = STARTUP)]
+    Late {
+        name: String,
+        on: String,
+        log: PathBuf,
+        tail: String,
+    },
+    #[error("binding a loopback port: {}", Causes(.0))]
+    Bind(std::io::Error),
+}
 
 /// How long a component may take to listen.
 const STARTUP: Duration = Duration::from_secs(60);
 
 /// The `sut` binary: `$HARNESS_SUT_BIN`, else beside this executable, else
 /// one folder up (integration tests run from `target/debug/deps`).
-pub(crate) fn sut_binary() -> anyhow::Result<PathBuf> {
+pub(crate) fn sut_binary() -> Result<PathBuf, ComponentError> {
     if let Some(p) = std::env::var_os("HARNESS_SUT_BIN").filter(|p| !p.is_empty()) {
         return Ok(PathBuf::from(p));
     }
-    let exe = std::env::current_exe().context("finding the harness executable")?;
-    let here = exe.parent().context("the harness executable's folder")?;
+    let exe = std::env::current_exe().map_err(ComponentError::Exe)?;
+    let here = exe.parent().ok_or(ComponentError::ExeFolder)?;
     for dir in [Some(here), here.parent()].into_iter().flatten() {
         let p = dir.join("sut");
         if p.is_file() {
             return Ok(p);
         }
     }
-    bail!(
-        "no `sut` binary beside {} (build it: cargo build -p system-under-test, or set HARNESS_SUT_BIN)",
-        exe.display()
-    )
+    Err(ComponentError::NoSut(exe))
 }
 
 /// Removes the component folders (configuration, logs) that harnesses no
@@ -106,8 +161,11 @@ pub(crate) struct ProcessSet {
 
 impl ProcessSet {
     /// An empty set whose files (configuration, logs) go to `dir`.
-    pub(crate) fn new(dir: PathBuf, ledger: Arc<Ledger>) -> anyhow::Result<ProcessSet> {
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    pub(crate) fn new(dir: PathBuf, ledger: Arc<Ledger>) -> Result<ProcessSet, ComponentError> {
+        std::fs::create_dir_all(&dir).map_err(|error| ComponentError::Folder {
+            dir: dir.clone(),
+            error,
+        })?;
         Ok(ProcessSet {
             dir,
             ledger,
@@ -126,7 +184,7 @@ impl ProcessSet {
         name: &str,
         program: &Path,
         args: Vec<String>,
-    ) -> anyhow::Result<SocketAddr> {
+    ) -> Result<SocketAddr, ComponentError> {
         let listen: SocketAddr = "127.0.0.1:0".parse().expect("an address");
         self.start(name, program, args, listen, Ready::Logged).await
     }
@@ -139,7 +197,7 @@ impl ProcessSet {
         program: &Path,
         args: Vec<String>,
         addr: SocketAddr,
-    ) -> anyhow::Result<SocketAddr> {
+    ) -> Result<SocketAddr, ComponentError> {
         self.start(name, program, args, addr, Ready::Accepts).await
     }
 
@@ -150,7 +208,7 @@ impl ProcessSet {
         args: Vec<String>,
         listen: SocketAddr,
         ready: Ready,
-    ) -> anyhow::Result<SocketAddr> {
+    ) -> Result<SocketAddr, ComponentError> {
         let (child, addr) = self.spawn(name, program, &args, listen, ready).await?;
         let ledger_ids = self.record(name, &child)?;
         self.procs.lock().await.insert(
@@ -168,7 +226,11 @@ impl ProcessSet {
     }
 
     /// Records the component's process and its children in the ledger.
-    fn record(&self, name: &str, child: &tokio::process::Child) -> anyhow::Result<Vec<u64>> {
+    fn record(
+        &self,
+        name: &str,
+        child: &tokio::process::Child,
+    ) -> Result<Vec<u64>, ComponentError> {
         let Some(pid) = child.id() else {
             return Ok(Vec::new());
         };
@@ -200,13 +262,16 @@ impl ProcessSet {
         args: &[String],
         listen: SocketAddr,
         ready: Ready,
-    ) -> anyhow::Result<(tokio::process::Child, SocketAddr)> {
+    ) -> Result<(tokio::process::Child, SocketAddr), ComponentError> {
         let log_path = self.log_path(name);
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&log_path)
-            .with_context(|| format!("opening {}", log_path.display()))?;
+            .map_err(|error| ComponentError::Log {
+                path: log_path.clone(),
+                error,
+            })?;
         let offset = log.metadata().map(|m| m.len()).unwrap_or(0);
         let mut cmd = tokio::process::Command::new(program);
         cmd.args(args);
@@ -214,13 +279,15 @@ impl ProcessSet {
             cmd.arg("--listen").arg(listen.to_string());
         }
         cmd.stdin(std::process::Stdio::null())
-            .stdout(log.try_clone().context("log file")?)
+            .stdout(log.try_clone().map_err(ComponentError::LogFile)?)
             .stderr(log)
             .kill_on_drop(true);
         die_with_parent(&mut cmd);
-        let mut child = cmd
-            .spawn()
-            .with_context(|| format!("starting {name} ({})", program.display()))?;
+        let mut child = cmd.spawn().map_err(|error| ComponentError::Spawn {
+            name: name.to_string(),
+            program: program.to_path_buf(),
+            error,
+        })?;
         let addr = match ready {
             Ready::Logged => wait_listening(&mut child, &log_path, offset, name).await?,
             Ready::Accepts => wait_accepting(&mut child, &log_path, listen, name).await?,
@@ -244,30 +311,30 @@ impl ProcessSet {
     }
 
     /// SIGKILLs component `name` and reaps it.
-    pub(crate) async fn kill(&self, name: &str) -> anyhow::Result<u32> {
+    pub(crate) async fn kill(&self, name: &str) -> Result<u32, ComponentError> {
         let mut procs = self.procs.lock().await;
-        let p = procs.get_mut(name).context("no such component")?;
-        let mut child = p.child.take().context("already killed")?;
+        let p = procs.get_mut(name).ok_or(ComponentError::NoSuch)?;
+        let mut child = p.child.take().ok_or(ComponentError::AlreadyKilled)?;
         let pid = child.id().unwrap_or(0);
         // Its own children too (nginx's workers outlive a killed master).
         for d in descendants(pid) {
             // SAFETY: kill(2) on a descendant of our own child.
             unsafe { libc::kill(d as i32, libc::SIGKILL) };
         }
-        child
-            .kill()
-            .await
-            .with_context(|| format!("killing {name}"))?;
+        child.kill().await.map_err(|error| ComponentError::Kill {
+            name: name.to_string(),
+            error,
+        })?;
         self.forget(&mut p.ledger_ids);
         Ok(pid)
     }
 
     /// Starts a killed component again on its address.
-    pub(crate) async fn restart(&self, name: &str) -> anyhow::Result<u32> {
+    pub(crate) async fn restart(&self, name: &str) -> Result<u32, ComponentError> {
         let mut procs = self.procs.lock().await;
-        let p = procs.get_mut(name).context("no such component")?;
+        let p = procs.get_mut(name).ok_or(ComponentError::NoSuch)?;
         if p.child.is_some() {
-            bail!("{name} is running");
+            return Err(ComponentError::Running(name.to_string()));
         }
         let (child, _) = self
             .spawn(name, &p.program, &p.args, p.addr, p.ready)
@@ -346,7 +413,7 @@ async fn wait_listening(
     log: &Path,
     offset: u64,
     name: &str,
-) -> anyhow::Result<SocketAddr> {
+) -> Result<SocketAddr, ComponentError> {
     let deadline = Instant::now() + STARTUP;
     loop {
         let text = std::fs::read(log).unwrap_or_default();
@@ -358,19 +425,22 @@ async fn wait_listening(
         {
             return Ok(addr);
         }
-        if let Some(status) = child.try_wait()? {
-            bail!(
-                "{name} exited ({status}) before listening; its log {}:\n{}",
-                log.display(),
-                tail(&text)
-            );
+        if let Some(status) = child.try_wait().map_err(ComponentError::Io)? {
+            return Err(ComponentError::Exited {
+                name: name.to_string(),
+                status,
+                on: String::new(),
+                log: log.to_path_buf(),
+                tail: tail(&text),
+            });
         }
         if Instant::now() > deadline {
-            bail!(
-                "{name} did not listen within {STARTUP:?}; its log {}:\n{}",
-                log.display(),
-                tail(&text)
-            );
+            return Err(ComponentError::Late {
+                name: name.to_string(),
+                on: String::new(),
+                log: log.to_path_buf(),
+                tail: tail(&text),
+            });
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -382,26 +452,29 @@ async fn wait_accepting(
     log: &Path,
     addr: SocketAddr,
     name: &str,
-) -> anyhow::Result<SocketAddr> {
+) -> Result<SocketAddr, ComponentError> {
     let deadline = Instant::now() + STARTUP;
     loop {
         if tokio::net::TcpStream::connect(addr).await.is_ok() {
             return Ok(addr);
         }
         let text = || String::from_utf8_lossy(&std::fs::read(log).unwrap_or_default()).into_owned();
-        if let Some(status) = child.try_wait()? {
-            bail!(
-                "{name} exited ({status}) before listening on {addr}; its log {}:\n{}",
-                log.display(),
-                tail(&text())
-            );
+        if let Some(status) = child.try_wait().map_err(ComponentError::Io)? {
+            return Err(ComponentError::Exited {
+                name: name.to_string(),
+                status,
+                on: format!(" on {addr}"),
+                log: log.to_path_buf(),
+                tail: tail(&text()),
+            });
         }
         if Instant::now() > deadline {
-            bail!(
-                "{name} did not listen on {addr} within {STARTUP:?}; its log {}:\n{}",
-                log.display(),
-                tail(&text())
-            );
+            return Err(ComponentError::Late {
+                name: name.to_string(),
+                on: format!(" on {addr}"),
+                log: log.to_path_buf(),
+                tail: tail(&text()),
+            });
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -409,9 +482,9 @@ async fn wait_accepting(
 
 /// A free loopback port (bound, read, released), for a proxy's listen or
 /// metrics address.
-pub(crate) fn free_loopback_addr() -> anyhow::Result<SocketAddr> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").context("binding a loopback port")?;
-    Ok(l.local_addr()?)
+pub(crate) fn free_loopback_addr() -> Result<SocketAddr, ComponentError> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(ComponentError::Bind)?;
+    l.local_addr().map_err(ComponentError::Io)
 }
 
 fn tail(text: &str) -> String {

@@ -101,7 +101,7 @@ struct File {
 /// Why the ledger could not be written: a fault is then not applied.
 #[derive(Debug, thiserror::Error)]
 #[error("fault ledger {path}: {error}")]
-pub(crate) struct LedgerError {
+pub struct LedgerError {
     path: PathBuf,
     error: std::io::Error,
 }

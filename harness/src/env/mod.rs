@@ -7,9 +7,9 @@
 //! `external` drives a URL given in the experiment and changes nothing there
 //! except through its admin API.
 
+use crate::base::causes::Causes;
 use crate::experiment::{Arrival, Environment, Experiment, LoadSpike, Rate, TimelineOp, Variant};
 use crate::load::Capacity;
-use anyhow::Context;
 use gpu_executor::PageExecutor;
 use std::sync::Arc;
 use sut::System;
@@ -194,13 +194,85 @@ impl Target {
     }
 }
 
+/// Why a variant's system could not be started or reached: the page
+/// executor, calibration, the embedded system, its processes or containers,
+/// an external target's page function.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvError {
+    #[error("selecting the page executor: {}", Causes(.0))]
+    Select(gpu_executor::ExecError),
+    #[error("arrival rates relative to capacity need the embedded environment; give `rate:` (a load spike `extra_rate:`) in documents/s for an external target")]
+    Relative,
+    #[error("calibrating the page executor: {}", Causes(.0))]
+    Calibrate(gpu_executor::ExecError),
+    #[error("embedded environment without a page executor")]
+    NoExecutor,
+    #[error(transparent)]
+    Ledger(#[from] crate::env::ledger::LedgerError),
+    #[error(transparent)]
+    Fault(#[from] crate::env::faults::FaultError),
+    #[error(transparent)]
+    Component(#[from] crate::env::components::ComponentError),
+    #[error(transparent)]
+    Proxy(#[from] crate::env::proxy_gateway::ProxyError),
+    #[error("starting the system under test's runtime: {}", Causes(.0))]
+    Runtime(std::io::Error),
+    #[error("the system under test's start task: {}", Causes(.0))]
+    StartTask(tokio::task::JoinError),
+    #[error("variant {variant}: {error}")]
+    Redis {
+        variant: String,
+        error: sut::RedisStartError,
+    },
+    #[error("starting the system under test for {name}: {}", Causes(.error))]
+    Sut {
+        name: String,
+        error: sut::StartError,
+    },
+    #[error("binding a loopback port: {}", Causes(.0))]
+    Bind(std::io::Error),
+    /// A socket's address, or a fault proxy that could not listen.
+    #[error("{}", Causes(.0))]
+    Io(std::io::Error),
+    #[error("asking {url}/admin/info: {}", Causes(.error))]
+    Ask { url: String, error: reqwest::Error },
+    #[error("{url}/admin/info: {}", Causes(.error))]
+    Status { url: String, error: reqwest::Error },
+    #[error("reading {url}/admin/info: {}", Causes(.error))]
+    Info { url: String, error: reqwest::Error },
+    #[error("the target's page function is {{ words: {words}, rounds: {rounds} }} but the experiment's system.page is {{ words: {want_words}, rounds: {want_rounds} }}: set system.page to match, or every result would be judged incorrect")]
+    PageFunction {
+        words: String,
+        rounds: String,
+        want_words: u32,
+        want_rounds: u32,
+    },
+    #[error("starting the containers of {variant}: {error}")]
+    Containers {
+        variant: String,
+        error: Box<crate::env::containers::ContainerError>,
+    },
+    #[error("the gateway's address {to}: {error}")]
+    GatewayAddress {
+        to: String,
+        error: std::net::AddrParseError,
+    },
+    #[error("{}", Causes(.0))]
+    Json(serde_json::Error),
+    #[error("writing {}: {}", .path.display(), Causes(.error))]
+    Write {
+        path: std::path::PathBuf,
+        error: std::io::Error,
+    },
+}
+
 /// The page executor every embedded variant shares (one device), or None for an external target.
-pub fn executor(exp: &Experiment) -> anyhow::Result<Option<Arc<dyn PageExecutor>>> {
+pub fn executor(exp: &Experiment) -> Result<Option<Arc<dyn PageExecutor>>, EnvError> {
     match exp.environment {
         // Containers: the pools run on this machine too, so calibrate here.
         Environment::Embedded | Environment::Containers { .. } => {
-            let e = gpu_executor::select_executor(exp.executor_choice())
-                .context("selecting the page executor")?;
+            let e =
+                gpu_executor::select_executor(exp.executor_choice()).map_err(EnvError::Select)?;
             let info = e.info();
             if info.fallback {
                 eprintln!(
@@ -218,7 +290,7 @@ pub fn executor(exp: &Experiment) -> anyhow::Result<Option<Arc<dyn PageExecutor>
 pub fn calibrate(
     exp: &Experiment,
     executor: Option<&dyn PageExecutor>,
-) -> anyhow::Result<Capacity> {
+) -> Result<Capacity, EnvError> {
     let uses_capacity = |r: &Rate| matches!(r, Rate::Capacity(_));
     let relative = match &exp.workload.arrival {
         Arrival::Constant(r) => uses_capacity(r),
@@ -233,7 +305,7 @@ pub fn calibrate(
     });
     let Some(executor) = executor else {
         if relative {
-            anyhow::bail!("arrival rates relative to capacity need the embedded environment; give `rate:` (a load spike `extra_rate:`) in documents/s for an external target");
+            return Err(EnvError::Relative);
         }
         return Ok(Capacity {
             pages_per_sec: 0.0,
@@ -242,7 +314,7 @@ pub fn calibrate(
     };
     let sys = &exp.variants[0].system;
     let c = gpu_executor::calibrate(executor, &sys.gpu, sys.page.words, sys.page.rounds)
-        .context("calibrating the page executor")?;
+        .map_err(EnvError::Calibrate)?;
     Ok(Capacity {
         pages_per_sec: c.pages_per_sec,
         docs_per_sec: c.pages_per_sec / exp.mean_pages().max(1e-9),
@@ -255,7 +327,7 @@ pub async fn start(
     v: &Variant,
     executor: Option<Arc<dyn PageExecutor>>,
     clock: crate::base::clock::ClockKind,
-) -> anyhow::Result<Target> {
+) -> Result<Target, EnvError> {
     match (&exp.environment, executor) {
         (Environment::Embedded, Some(executor)) if clock.is_virtual() => {
             start_in_process(v, executor, exp.seed).await
@@ -285,26 +357,24 @@ pub async fn start(
             }
             Ok(target)
         }
-        (Environment::Embedded, None) => {
-            anyhow::bail!("embedded environment without a page executor")
-        }
+        (Environment::Embedded, None) => Err(EnvError::NoExecutor),
     }
 }
 
 /// The variant's whole system in this process, on its own runtime (with
 /// its own redis-server when its Redis cache has no URL), serving HTTP on a
 /// fresh loopback port.
-async fn start_embedded(v: &Variant, executor: Arc<dyn PageExecutor>) -> anyhow::Result<Target> {
+async fn start_embedded(v: &Variant, executor: Arc<dyn PageExecutor>) -> Result<Target, EnvError> {
     let mut config = v.system.clone();
     let redis = own_redis(&mut config, &v.name)?;
     // Its own runtime, with named threads, so the harness-cost panel
     // can tell its CPU from the harness's (cpu.rs).
     let runtime = crate::base::cpu::named_runtime(crate::base::cpu::SUT_THREADS)
-        .context("starting the system under test's runtime")?;
+        .map_err(EnvError::Runtime)?;
     let (addr, tx, server) = runtime
         .spawn(serve(config, executor, v.name.clone()))
         .await
-        .context("the system under test's start task")??;
+        .map_err(EnvError::StartTask)??;
     Ok(Target {
         base_url: format!("http://{addr}"),
         admin_token: Some(v.system.admin_token.clone()),
@@ -327,11 +397,15 @@ async fn start_embedded(v: &Variant, executor: Arc<dyn PageExecutor>) -> anyhow:
 fn own_redis(
     config: &mut sut::SystemConfig,
     variant: &str,
-) -> anyhow::Result<Option<sut::RedisServer>> {
+) -> Result<Option<sut::RedisServer>, EnvError> {
     Ok(match &mut config.cache.backend {
         sut::config::CacheBackend::Redis(r) if r.url.is_none() => {
-            let server = sut::RedisServer::start(r.maxmemory_mb, r.policy)
-                .map_err(|e| anyhow::anyhow!("variant {variant}: {e}"))?;
+            let server = sut::RedisServer::start(r.maxmemory_mb, r.policy).map_err(|error| {
+                EnvError::Redis {
+                    variant: variant.to_string(),
+                    error,
+                }
+            })?;
             r.url = Some(server.url());
             Some(server)
         }
@@ -346,14 +420,17 @@ async fn start_in_process(
     v: &Variant,
     executor: Arc<dyn PageExecutor>,
     seed: u64,
-) -> anyhow::Result<Target> {
+) -> Result<Target, EnvError> {
     let opts = sut::StartOptions {
         deterministic: Some(seed),
         ..Default::default()
     };
     let system = System::start_with(v.system.clone(), opts, Some(executor))
         .await
-        .with_context(|| format!("starting the system under test for {}", v.name))?;
+        .map_err(|error| EnvError::Sut {
+            name: v.name.clone(),
+            error,
+        })?;
     let router = sut::server::router(system.clone());
     let mut target = Target::elsewhere(
         "http://in-process".into(),
@@ -377,14 +454,17 @@ async fn serve(
     config: sut::SystemConfig,
     executor: Arc<dyn PageExecutor>,
     name: String,
-) -> anyhow::Result<Serving> {
+) -> Result<Serving, EnvError> {
     let system = System::start_with_executor(config, executor)
         .await
-        .with_context(|| format!("starting the system under test for {name}"))?;
+        .map_err(|error| EnvError::Sut {
+            name: name.clone(),
+            error,
+        })?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
-        .context("binding a loopback port")?;
-    let addr = listener.local_addr()?;
+        .map_err(EnvError::Bind)?;
+    let addr = listener.local_addr().map_err(EnvError::Io)?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(sut::server::run(listener, system, async {
         let _ = rx.await;
@@ -395,7 +475,7 @@ async fn serve(
 /// A variant's system someone else started from this file (`--deployed`,
 /// e.g. the Deployments of `harness render k8s`): driven with the variant's
 /// admin token, its page function checked like an external target's.
-pub async fn deployed(url: &str, system: &sut::SystemConfig) -> anyhow::Result<Target> {
+pub async fn deployed(url: &str, system: &sut::SystemConfig) -> Result<Target, EnvError> {
     check_external_page_function(url, Some(&system.admin_token), &system.page).await?;
     Ok(Target::elsewhere(
         url.trim_end_matches('/').to_string(),
@@ -410,7 +490,7 @@ async fn check_external_page_function(
     url: &str,
     token: Option<&str>,
     page: &sut::config::PageConfig,
-) -> anyhow::Result<()> {
+) -> Result<(), EnvError> {
     let Some(token) = token else {
         eprintln!(
             "harness: no admin token for {url}: results are verified with system.page {{ words: {}, rounds: {} }} from the experiment, which must match the target",
@@ -424,22 +504,30 @@ async fn check_external_page_function(
         .timeout(std::time::Duration::from_secs(5))
         .send()
         .await
-        .with_context(|| format!("asking {url}/admin/info"))?
+        .map_err(|error| EnvError::Ask {
+            url: url.to_string(),
+            error,
+        })?
         .error_for_status()
-        .with_context(|| format!("{url}/admin/info"))?
+        .map_err(|error| EnvError::Status {
+            url: url.to_string(),
+            error,
+        })?
         .json()
         .await
-        .with_context(|| format!("reading {url}/admin/info"))?;
+        .map_err(|error| EnvError::Info {
+            url: url.to_string(),
+            error,
+        })?;
     let words = info.pointer("/page/words").and_then(|v| v.as_u64());
     let rounds = info.pointer("/page/rounds").and_then(|v| v.as_u64());
     if words != Some(u64::from(page.words)) || rounds != Some(u64::from(page.rounds)) {
-        anyhow::bail!(
-            "the target's page function is {{ words: {}, rounds: {} }} but the experiment's system.page is {{ words: {}, rounds: {} }}: set system.page to match, or every result would be judged incorrect",
-            words.map(|w| w.to_string()).unwrap_or("?".into()),
-            rounds.map(|r| r.to_string()).unwrap_or("?".into()),
-            page.words,
-            page.rounds
-        );
+        return Err(EnvError::PageFunction {
+            words: words.map(|w| w.to_string()).unwrap_or("?".into()),
+            rounds: rounds.map(|r| r.to_string()).unwrap_or("?".into()),
+            want_words: page.words,
+            want_rounds: page.rounds,
+        });
     }
     Ok(())
 }

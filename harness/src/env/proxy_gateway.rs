@@ -27,8 +27,8 @@
 //! watcher, the sampler and Prometheus work as with the system's own
 //! gateway.
 
-use crate::env::components::{free_loopback_addr, ProcessSet};
-use anyhow::Context;
+use crate::base::causes::Causes;
+use crate::env::components::{free_loopback_addr, ComponentError, ProcessSet};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use std::net::SocketAddr;
@@ -36,6 +36,35 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use sut::config::ProxyConfig;
 use sut::metric_names::{GATEWAY_ATTEMPTS_TOTAL, GATEWAY_REQUESTS_TOTAL};
+
+/// Why a proxy gateway (HAProxy or nginx, as a process) or its face could
+/// not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    #[error("reading {}: {}", .path.display(), Causes(.error))]
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("`{0}` is not installed")]
+    NotInstalled(String),
+    #[error(transparent)]
+    Component(#[from] ComponentError),
+    #[error("writing {}: {}", .path.display(), Causes(.error))]
+    Write {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("starting {binary} with {}: {error}", .config.display())]
+    Start {
+        binary: String,
+        config: PathBuf,
+        error: Box<ComponentError>,
+    },
+    /// The face's listening socket.
+    #[error("{}", Causes(.0))]
+    Face(std::io::Error),
+}
 
 /// Where the proxy's request and attempt counts come from.
 pub(crate) enum Source {
@@ -125,9 +154,11 @@ pub(crate) fn prepare(
     proxy: &ProxyConfig,
     pools: &[(String, SocketAddr)],
     place: &Placement,
-) -> anyhow::Result<Prepared> {
-    let text = std::fs::read_to_string(proxy.config())
-        .with_context(|| format!("reading {}", proxy.config().display()))?;
+) -> Result<Prepared, ProxyError> {
+    let text = std::fs::read_to_string(proxy.config()).map_err(|error| ProxyError::Read {
+        path: proxy.config().to_path_buf(),
+        error,
+    })?;
     let text = fill(&text, place.listen, pools);
     Ok(match proxy {
         ProxyConfig::Haproxy { .. } => haproxy(&text, place),
@@ -142,10 +173,10 @@ pub(crate) async fn start(
     proxy: &ProxyConfig,
     pools: &[(String, SocketAddr)],
     control: SocketAddr,
-) -> anyhow::Result<ProxyGateway> {
+) -> Result<ProxyGateway, ProxyError> {
     let binary = crate::experiment::proxy_binary(proxy);
-    let program =
-        crate::experiment::which(binary).with_context(|| format!("`{binary}` is not installed"))?;
+    let program = crate::experiment::which(binary)
+        .ok_or_else(|| ProxyError::NotInstalled(binary.to_string()))?;
     let dir = set.dir();
     let place = Placement {
         listen: free_loopback_addr()?,
@@ -155,10 +186,17 @@ pub(crate) async fn start(
         error_log: dir.join("nginx-error.log").display().to_string(),
     };
     let p = prepare(proxy, pools, &place)?;
-    std::fs::write(&p.file, &p.text).with_context(|| format!("writing {}", p.file.display()))?;
+    std::fs::write(&p.file, &p.text).map_err(|error| ProxyError::Write {
+        path: p.file.clone(),
+        error,
+    })?;
     set.start_listening_on("gateway", &program, p.args, place.listen)
         .await
-        .with_context(|| format!("starting {binary} with {}", proxy.config().display()))?;
+        .map_err(|error| ProxyError::Start {
+            binary: binary.to_string(),
+            config: proxy.config().to_path_buf(),
+            error: Box::new(error),
+        })?;
     let source = Source::of(proxy, place.exporter, dir);
     face(control, source, format!("http://{}", place.listen)).await
 }
@@ -170,14 +208,16 @@ pub(crate) async fn face(
     control: SocketAddr,
     source: Source,
     load_url: String,
-) -> anyhow::Result<ProxyGateway> {
+) -> Result<ProxyGateway, ProxyError> {
     let face = Arc::new(Face {
         control: format!("http://{control}"),
         source,
         http: reqwest::Client::new(),
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let face_addr = listener.local_addr()?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(ProxyError::Face)?;
+    let face_addr = listener.local_addr().map_err(ProxyError::Face)?;
     let app = axum::Router::new()
         .route("/metrics", axum::routing::get(metrics))
         .fallback(forward)
@@ -286,7 +326,7 @@ pub(crate) fn nginx_counts(lines: &str) -> Counts {
 }
 
 impl Face {
-    async fn counts(&self) -> anyhow::Result<Counts> {
+    async fn counts(&self) -> Result<Counts, reqwest::Error> {
         match &self.source {
             Source::Exporter(addr) => {
                 let text = self

@@ -4,9 +4,8 @@
 //! injector that applies generic faults to its components and the fault
 //! proxies in the paths a `network` fault names.
 
-use super::{own_redis, Target};
+use super::{own_redis, EnvError, Target};
 use crate::experiment::{Experiment, Variant};
-use anyhow::Context;
 use std::sync::Arc;
 
 /// The variant's containers (`containers/`); with a proxy gateway the
@@ -16,11 +15,14 @@ pub(super) async fn start_containers(
     exp: &Experiment,
     v: &Variant,
     images: &crate::experiment::images::ContainerImages,
-) -> anyhow::Result<Target> {
+) -> Result<Target, EnvError> {
     let network = exp.network_faulted();
     let mut set = crate::env::containers::start(&v.name, &v.system, images, &network)
         .await
-        .with_context(|| format!("starting the containers of {}", v.name))?;
+        .map_err(|error| EnvError::Containers {
+            variant: v.name.clone(),
+            error: Box::new(error),
+        })?;
     report_pool_executors(&set.base_url).await;
     let mut target = Target::elsewhere(set.base_url.clone(), Some(v.system.admin_token.clone()));
     if let Some(face) = set.face.take() {
@@ -43,16 +45,21 @@ async fn fault_proxy_into_gateway(
     target: &mut Target,
     network: &std::collections::BTreeSet<String>,
     faulted: &mut FaultProxies,
-) -> anyhow::Result<()> {
+) -> Result<(), EnvError> {
     if !network.contains("gateway") {
         return Ok(());
     }
     let to = target.load_url();
-    let to: std::net::SocketAddr = to
-        .trim_start_matches("http://")
-        .parse()
-        .with_context(|| format!("the gateway's address {to}"))?;
-    let p = crate::env::faults::fault_proxy::FaultProxy::start(to).await?;
+    let to: std::net::SocketAddr =
+        to.trim_start_matches("http://")
+            .parse()
+            .map_err(|error| EnvError::GatewayAddress {
+                to: to.clone(),
+                error,
+            })?;
+    let p = crate::env::faults::fault_proxy::FaultProxy::start(to)
+        .await
+        .map_err(EnvError::Io)?;
     target.load_via = Some(format!("http://{}", p.addr));
     faulted.insert("gateway".to_string(), Arc::new(p));
     Ok(())
@@ -67,7 +74,7 @@ type FaultProxies =
 fn container_faults(
     set: &crate::env::containers::ContainerSet,
     faulted: FaultProxies,
-) -> anyhow::Result<crate::env::faults::Injector> {
+) -> Result<crate::env::faults::Injector, EnvError> {
     let ledger = Arc::new(crate::env::ledger::Ledger::open()?);
     let map = set
         .ids()
@@ -93,7 +100,7 @@ fn container_faults(
 pub(super) async fn start_components(
     v: &Variant,
     network: &std::collections::BTreeSet<String>,
-) -> anyhow::Result<Target> {
+) -> Result<Target, EnvError> {
     use crate::env::components::{sut_binary, ProcessSet};
     // One folder per started set: variants of the same name in one process
     // (tests, campaigns in threads) must not share logs or files.
@@ -110,8 +117,11 @@ pub(super) async fn start_components(
     let set = Arc::new(ProcessSet::new(dir, ledger.clone())?);
     let sut = sut_binary()?;
     let file = set.dir().join("system.json");
-    std::fs::write(&file, serde_json::to_vec_pretty(&config)?)
-        .with_context(|| format!("writing {}", file.display()))?;
+    let json = serde_json::to_vec_pretty(&config).map_err(EnvError::Json)?;
+    std::fs::write(&file, json).map_err(|error| EnvError::Write {
+        path: file.clone(),
+        error,
+    })?;
     let file = file.display().to_string();
     let mut faulted = std::collections::BTreeMap::new();
     let pools = start_pools(&set, &sut, &file, &config.zones, network, &mut faulted).await?;
@@ -154,7 +164,7 @@ async fn start_pools(
     zones: &[String],
     network: &std::collections::BTreeSet<String>,
     faulted: &mut FaultProxies,
-) -> anyhow::Result<Vec<(String, std::net::SocketAddr)>> {
+) -> Result<Vec<(String, std::net::SocketAddr)>, EnvError> {
     let mut pools = Vec::new();
     for z in zones {
         let args = ["--config", file, "--role", "pool", "--zone", z.as_str()];
@@ -163,7 +173,9 @@ async fn start_pools(
             .start_sut(&name, sut, args.iter().map(|a| a.to_string()).collect())
             .await?;
         if network.contains(&name) {
-            let p = crate::env::faults::fault_proxy::FaultProxy::start(addr).await?;
+            let p = crate::env::faults::fault_proxy::FaultProxy::start(addr)
+                .await
+                .map_err(EnvError::Io)?;
             addr = p.addr;
             faulted.insert(name, Arc::new(p));
         }

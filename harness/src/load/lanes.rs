@@ -98,7 +98,7 @@ pub(crate) const LANES_VAR: &str = "HARNESS_LOAD_LANES";
 /// Why the load's lanes cannot run (kept, and cloned to every later
 /// caller, since the lanes start once per process).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum LanesError {
+pub enum LanesError {
     #[error("{LANES_VAR}={0:?}: a whole number of lanes from 1 to {MAX_LANES}")]
     BadCount(String),
     #[error("starting a load lane: {0}")]

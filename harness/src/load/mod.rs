@@ -43,6 +43,25 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// Why the load could not be driven: its lanes or clients could not be set
+/// up, or goose refused to start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(transparent)]
+    Lanes(#[from] crate::load::lanes::LanesError),
+    #[error(transparent)]
+    Url(#[from] crate::net::http::UrlError),
+    /// goose's own error, as its `Debug` shows it.
+    #[error("goose: {0}")]
+    Goose(String),
+    /// The load's own runtime could not start.
+    #[error("starting the load's runtime: {0}")]
+    Runtime(std::io::Error),
+    /// The task driving the load panicked or was cancelled.
+    #[error("the load task: {0}")]
+    Task(tokio::task::JoinError),
+}
+
 /// What to drive.
 pub struct LoadPlan {
     pub base_url: String,
@@ -145,7 +164,7 @@ pub enum CountedBy {
 pub(crate) async fn drive_in_process(
     plan: LoadPlan,
     system: crate::net::in_process::InProcess,
-) -> anyhow::Result<LoadOutcome> {
+) -> Result<LoadOutcome, LoadError> {
     let reports = Arc::new(Reports::default());
     let http = crate::net::http::HttpClient::in_process(system, plan.max_in_flight as usize);
     let ctx = JourneyContext::new(http, &plan.journeys, reports.clone(), plan.stop.clone())
@@ -171,7 +190,7 @@ pub(crate) async fn drive_in_process(
 }
 
 /// Drives the plan to its end with goose, and returns goose's counts.
-pub async fn drive(plan: LoadPlan) -> anyhow::Result<LoadOutcome> {
+pub async fn drive(plan: LoadPlan) -> Result<LoadOutcome, LoadError> {
     let base_url = plan.base_url.clone();
     let lanes = Lanes::get()?;
     let n = lanes.count(plan.max_in_flight);
@@ -216,11 +235,11 @@ pub async fn drive(plan: LoadPlan) -> anyhow::Result<LoadOutcome> {
     config.no_telnet = true;
     let quiet = crate::base::stdout_to_log::StdoutToLog::begin();
     let metrics = GooseAttack::initialize_with_config(config)
-        .map_err(|e| anyhow::anyhow!("goose: {e:?}"))?
+        .map_err(|e| LoadError::Goose(format!("{e:?}")))?
         .register_scenario(scenario!("Documents").register_transaction(transaction))
         .execute()
         .await
-        .map_err(|e| anyhow::anyhow!("goose: {e:?}"))?;
+        .map_err(|e| LoadError::Goose(format!("{e:?}")))?;
     drop(quiet);
     let mut out = LoadOutcome {
         journeys: journeys.load(Ordering::Relaxed),

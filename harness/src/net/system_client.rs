@@ -30,7 +30,7 @@ pub(crate) struct Answer {
 
 /// No answer: no connection, a broken body, or the timeout passed.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum RequestError {
+pub enum RequestError {
     #[error("{0}")]
     Http(#[from] reqwest::Error),
     #[error("no answer within {0:?}")]

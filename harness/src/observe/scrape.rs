@@ -267,7 +267,7 @@ pub fn gpu_pacing(last: &Scrape, held_up: &BTreeSet<String>) -> run_report::GpuP
 
 /// Why a scrape of the metrics got no reading.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum ScrapeError {
+pub enum ScrapeError {
     /// No answer (refused, timed out) or a body that could not be read.
     #[error("{0}")]
     Request(#[from] crate::net::system_client::RequestError),

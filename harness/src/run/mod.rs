@@ -9,12 +9,12 @@
 //! `variant.rs` runs one variant in phases, `sampler.rs` reads its seconds,
 //! `agents.rs` starts and drives its load agents.
 
+use crate::base::causes::Causes;
 use crate::base::clock::ClockKind;
 use crate::base::interrupt::StopSignal;
 use crate::env::{self};
 use crate::experiment::{Experiment, Variant};
 use crate::load::Capacity;
-use anyhow::Context;
 use gpu_executor::PageExecutor;
 use run_report::{EnvironmentFacts, RunData, VariantRun};
 use std::path::PathBuf;
@@ -60,6 +60,83 @@ pub struct AgentOptions {
     pub join_timeout: Duration,
 }
 
+/// Why a run could not be done: its checks before anything ran, a
+/// variant's system or load agents, its measurements, or its report.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Prom(#[from] crate::observe::prometheus::PromError),
+    /// A target series that promtool refuses, or no Prometheus: said once.
+    #[error(transparent)]
+    Check(crate::observe::target_series::CheckError),
+    #[error(transparent)]
+    Env(#[from] Box<env::EnvError>),
+    #[error("no variant named {0:?}")]
+    NoVariant(String),
+    #[error("variant {name}: {error}")]
+    Variant { name: String, error: Box<RunError> },
+    #[error("writing the report to {}: {}", .dir.display(), Causes(.error))]
+    Report {
+        dir: PathBuf,
+        error: run_report::ReportError,
+    },
+    #[error("building the HTTP client: {}", Causes(.0))]
+    Client(reqwest::Error),
+    #[error(transparent)]
+    Agent(#[from] Box<crate::run::agent::AgentError>),
+    #[error(transparent)]
+    Container(#[from] Box<crate::env::containers::ContainerError>),
+    #[error("the experiment's folder: {}", Causes(.0))]
+    Folder(std::io::Error),
+    #[error("{}: {}", .path.display(), Causes(.error))]
+    Rule {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("the rule file {} is outside the experiment's folder: the agent containers could not find it at the same relative path", .0.display())]
+    RuleOutside(PathBuf),
+    #[error("reading {}: {}", .path.display(), Causes(.error))]
+    ReadRule {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("the system under test at {base} does not answer /metrics: {error}")]
+    NoMetrics {
+        base: String,
+        error: crate::observe::scrape::ScrapeError,
+    },
+    #[error("sampler task: {}", Causes(.0))]
+    Sampler(tokio::task::JoinError),
+    #[error("residue watcher task: {}", Causes(.0))]
+    Residues(tokio::task::JoinError),
+    #[error("driving the load: {0}")]
+    Load(crate::load::LoadError),
+}
+
+impl From<crate::observe::target_series::CheckError> for RunError {
+    fn from(e: crate::observe::target_series::CheckError) -> RunError {
+        RunError::Check(e)
+    }
+}
+
+impl From<env::EnvError> for RunError {
+    fn from(e: env::EnvError) -> RunError {
+        RunError::Env(Box::new(e))
+    }
+}
+
+impl From<crate::run::agent::AgentError> for RunError {
+    fn from(e: crate::run::agent::AgentError) -> RunError {
+        RunError::Agent(Box::new(e))
+    }
+}
+
+impl From<crate::env::containers::ContainerError> for RunError {
+    fn from(e: crate::env::containers::ContainerError) -> RunError {
+        RunError::Container(Box::new(e))
+    }
+}
+
 /// A finished run.
 pub struct RunOutcome {
     pub run: RunData,
@@ -73,7 +150,7 @@ pub async fn run(
     exp: &Experiment,
     opts: &RunOptions,
     stop: Arc<StopSignal>,
-) -> anyhow::Result<RunOutcome> {
+) -> Result<RunOutcome, RunError> {
     let started_at = chrono::Utc::now();
     let span = crate::base::clock::Span::start();
     // Before anything runs: the rules must load, and Prometheus be installed.
@@ -110,10 +187,9 @@ pub async fn run(
         .filter(|v| opts.variant.as_ref().is_none_or(|n| n == &v.name))
         .collect();
     if variants.is_empty() {
-        anyhow::bail!(
-            "no variant named {:?}",
-            opts.variant.as_deref().unwrap_or("")
-        );
+        return Err(RunError::NoVariant(
+            opts.variant.as_deref().unwrap_or("").to_string(),
+        ));
     }
     let mut runs = Vec::new();
     for v in variants {
@@ -122,7 +198,10 @@ pub async fn run(
         }
         let r = run_variant(exp, v, executor.clone(), capacity, stop.clone(), opts)
             .await
-            .with_context(|| format!("variant {}", v.name))?;
+            .map_err(|e| RunError::Variant {
+                name: v.name.clone(),
+                error: Box::new(e),
+            })?;
         runs.push(r);
     }
 
@@ -131,8 +210,12 @@ pub async fn run(
     let run = recorded(exp, opts, started_at, span, facts, runs);
     let analysis = run_report::analyse(&run);
     let report_dir = opts.out_dir.join(&exp.name).join(&run_id);
-    let files = run_report::write_report(&report_dir, &run, &analysis)
-        .with_context(|| format!("writing the report to {}", report_dir.display()))?;
+    let files = run_report::write_report(&report_dir, &run, &analysis).map_err(|error| {
+        RunError::Report {
+            dir: report_dir.clone(),
+            error,
+        }
+    })?;
     crate::base::run_id::link_latest(&opts.out_dir.join(&exp.name), &run_id);
     Ok(RunOutcome {
         interrupted: stop.is_set(),
@@ -247,7 +330,7 @@ async fn run_variant(
     capacity: Capacity,
     stop: Arc<StopSignal>,
     opts: &RunOptions,
-) -> anyhow::Result<VariantRun> {
+) -> Result<VariantRun, RunError> {
     let target = match &opts.deployed {
         Some(url) => env::deployed(url, &v.system).await?,
         None => env::start(exp, v, executor, opts.clock).await?,

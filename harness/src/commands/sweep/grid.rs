@@ -4,7 +4,7 @@
 //! each run gets a paused runtime of its own on a blocking thread, so runs
 //! at once use the cores and never share a clock.
 
-use super::plan::{Cell, Plan};
+use super::plan::{Cell, Plan, SweepError};
 use crate::base::clock::ClockKind;
 use crate::base::interrupt::StopSignal;
 use crate::commands::axis::Trigger;
@@ -35,17 +35,20 @@ async fn run_seed(
     seed: u64,
     opts: RunOptions,
     stop: Arc<StopSignal>,
-) -> anyhow::Result<run::RunOutcome> {
+) -> Result<run::RunOutcome, SweepError> {
     let mut e = c.experiment.clone();
     e.seed = seed;
     match opts.clock {
-        ClockKind::Real => run::run(&e, &opts, stop).await,
+        ClockKind::Real => run::run(&e, &opts, stop)
+            .await
+            .map_err(|e| SweepError::Run(Box::new(e))),
         ClockKind::Virtual => tokio::task::spawn_blocking(move || {
-            let rt = ClockKind::Virtual.runtime()?;
+            let rt = ClockKind::Virtual.runtime().map_err(SweepError::Runtime)?;
             rt.block_on(run::run(&e, &opts, stop))
+                .map_err(|e| SweepError::Run(Box::new(e)))
         })
         .await
-        .map_err(|e| anyhow::anyhow!("a virtual-time cell's thread ended: {e}"))?,
+        .map_err(SweepError::Thread)?,
     }
 }
 
@@ -115,7 +118,7 @@ async fn run_cell(
             .iter()
             .map(|name| {
                 let mut r = base(name);
-                r.error = Some(format!("{e:#}"));
+                r.error = Some(e.to_string());
                 r
             })
             .collect(),

@@ -102,7 +102,7 @@ pub fn cli(args: SweepArgs) -> Result<Finished, CliError> {
         args.variant.as_deref(),
         CellRuns::of(&args),
     )
-    .map_err(|e| CliError::new(format_args!("{e:#}")))?;
+    .map_err(CliError::new)?;
     let parallel = args.parallel.max(1);
     let est = estimate(plan.run_count(), plan.duration, parallel, plan.runs.clock);
     eprintln!(

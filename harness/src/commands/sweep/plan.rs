@@ -4,15 +4,48 @@
 
 use crate::base::clock::ClockKind;
 use crate::cli::SweepArgs;
-use crate::commands::axis::{parse_range, parse_trigger, Range, Trigger};
-use crate::experiment::tree::{parse_sets, set_path, to_yaml, with_sets, Source};
-use crate::experiment::{self, Experiment};
-use anyhow::Context;
+use crate::commands::axis::{parse_range, parse_trigger, AxisError, Range, Trigger};
+use crate::experiment::tree::{parse_sets, set_path, to_yaml, with_sets, Source, TreeError};
+use crate::experiment::{self, Experiment, ExperimentError};
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
 
 pub use crate::cli::LOAD_PATH;
+
+/// Why a sweep could not be planned (its arguments, the file, a cell that
+/// does not validate) or a cell's run could not be done.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    #[error("--load needs `workload: {{ arrival: {{ constant: {{ capacity: .. }} }} }}` in the experiment, or --load-path naming where the load goes ({0})")]
+    NoLoadPath(TreeError),
+    #[error("--load-path {path}: {error}")]
+    LoadPath { path: String, error: TreeError },
+    #[error(transparent)]
+    Tree(#[from] TreeError),
+    #[error("--load: {0}")]
+    Load(AxisError),
+    #[error(transparent)]
+    Axis(#[from] AxisError),
+    #[error("--without-alerts is for --clock virtual only")]
+    WithoutAlerts,
+    #[error("no variant named {variant:?} in {name} (it has: {has})")]
+    NoVariant {
+        variant: String,
+        name: String,
+        has: String,
+    },
+    /// The file refused on the virtual clock, or a cell that does not validate.
+    #[error("{0}")]
+    Invalid(#[from] ExperimentError),
+    #[error(transparent)]
+    Run(#[from] Box<crate::run::RunError>),
+    /// A virtual-time cell's own runtime could not start.
+    #[error("{}", crate::base::causes::Causes(.0))]
+    Runtime(std::io::Error),
+    #[error("a virtual-time cell's thread ended: {0}")]
+    Thread(tokio::task::JoinError),
+}
 
 /// How each cell runs: its seeds and its clock.
 #[derive(Debug, Clone, Copy, Default)]
@@ -46,21 +79,24 @@ pub fn cell_text(
     load: Option<(&str, Value)>,
     trigger: &Trigger,
     trigger_index: usize,
-) -> anyhow::Result<String> {
+) -> Result<String, SweepError> {
     let mut t = with_sets(tree, sets)?;
     if let Some((path, load)) = load {
         set_path(&mut t, path, load).map_err(|e| {
             if path == LOAD_PATH {
-                anyhow::anyhow!("--load needs `workload: {{ arrival: {{ constant: {{ capacity: .. }} }} }}` in the experiment, or --load-path naming where the load goes ({e})")
+                SweepError::NoLoadPath(e)
             } else {
-                anyhow::anyhow!("--load-path {path}: {e}")
+                SweepError::LoadPath {
+                    path: path.to_string(),
+                    error: e,
+                }
             }
         })?;
     }
     for p in &trigger.paths {
         set_path(&mut t, p, trigger.range.json(trigger_index))?;
     }
-    to_yaml(&t)
+    Ok(to_yaml(&t)?)
 }
 
 /// Estimated wall time: runs (cells x seeds x variants) x (duration +
@@ -117,10 +153,10 @@ pub fn plan(
     sets: &[String],
     variant: Option<&str>,
     runs: CellRuns,
-) -> anyhow::Result<Plan> {
+) -> Result<Plan, SweepError> {
     // The file as written must be valid first (errors point at its lines).
     let src = Source::read(path, true)?;
-    let loads = parse_range(loads).context("--load")?;
+    let loads = parse_range(loads).map_err(SweepError::Load)?;
     let trigger = parse_trigger(trigger)?;
     let sets = parse_sets(sets)?;
     if src.tree.pointer("/quick/timeline").is_some() {
@@ -131,7 +167,7 @@ pub fn plan(
         }
     }
     if runs.without_alerts && !runs.clock.is_virtual() {
-        anyhow::bail!("--without-alerts is for --clock virtual only");
+        return Err(SweepError::WithoutAlerts);
     }
     if runs.clock.is_virtual() {
         experiment::check_virtual_clock(&src.base.source, &src.file, runs.without_alerts)?;
@@ -139,16 +175,16 @@ pub fn plan(
     let base = &src.base;
     let variants = src.variants(variant);
     if variants.is_empty() {
-        anyhow::bail!(
-            "no variant named {:?} in {} (it has: {})",
-            variant.unwrap_or(""),
-            base.name,
-            base.variants
+        return Err(SweepError::NoVariant {
+            variant: variant.unwrap_or("").to_string(),
+            name: base.name.clone(),
+            has: base
+                .variants
                 .iter()
                 .map(|v| v.name.as_str())
                 .collect::<Vec<_>>()
-                .join(", ")
-        );
+                .join(", "),
+        });
     }
     let base_seed = runs.base_seed.unwrap_or(base.seed);
     let axes = Axes {
@@ -198,7 +234,7 @@ impl Axes<'_> {
         sets: &[(String, Value)],
         base_seed: u64,
         runs: CellRuns,
-    ) -> anyhow::Result<Vec<Cell>> {
+    ) -> Result<Vec<Cell>, SweepError> {
         let (loads, trigger) = (self.loads, self.trigger);
         let mut cells: Vec<Cell> = Vec::new();
         for y in 0..trigger.range.values.len() {
@@ -213,8 +249,7 @@ impl Axes<'_> {
                     trigger.paths[0],
                     trigger.range.text(y)
                 );
-                let mut e =
-                    experiment::parse(&text, &label, true).map_err(|e| anyhow::anyhow!("{e}"))?;
+                let mut e = experiment::parse(&text, &label, true)?;
                 let n = u64::from(runs.runs_per_cell.max(1));
                 let seeds: Vec<u64> = (0..n)
                     .map(|k| base_seed.wrapping_add(index as u64 * n + k))

@@ -24,12 +24,13 @@
 //! Containers and the network are removed when the variant ends (testcontainers
 //! removes them on drop, also when the harness is interrupted).
 
+mod error;
 mod paths;
 mod proxy;
 
 use crate::env::faults::fault_proxy::FaultProxy;
 use crate::experiment::images::ContainerImages;
-use anyhow::{bail, Context};
+pub use error::ContainerError;
 use paths::PoolPath;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -253,7 +254,7 @@ pub async fn start(
     config: &SystemConfig,
     images: &ContainerImages,
     network_faulted: &BTreeSet<String>,
-) -> anyhow::Result<ContainerSet> {
+) -> Result<ContainerSet, ContainerError> {
     let needs_redis = matches!(&config.cache.backend, CacheBackend::Redis(r) if r.url.is_none());
     check_images(images, needs_redis).await?;
     if let Some(p) = &config.gateway.proxy {
@@ -266,8 +267,7 @@ pub async fn start(
         None
     };
     // Serialized after Redis started: the pools are told its URL.
-    let config_json = serde_json::to_vec_pretty(&startup.config)
-        .context("serializing the system configuration")?;
+    let config_json = serde_json::to_vec_pretty(&startup.config).map_err(ContainerError::Config)?;
     let zones = startup.pools(&config_json).await?;
     let (paths, fault_proxies) = startup.paths(&zones, network_faulted).await?;
     let (gateway, port) = startup.gateway(config_json, &paths).await?;
@@ -330,7 +330,7 @@ impl<'a> Startup<'a> {
 
     /// Starts the variant's Redis and points the cache configuration at it
     /// (by container name, on the variant's network).
-    async fn redis(&mut self) -> anyhow::Result<ContainerAsync<GenericImage>> {
+    async fn redis(&mut self) -> Result<ContainerAsync<GenericImage>, ContainerError> {
         let CacheBackend::Redis(r) = &mut self.config.cache.backend else {
             unreachable!("checked above")
         };
@@ -344,7 +344,10 @@ impl<'a> Startup<'a> {
             .with_startup_timeout(STARTUP)
             .start()
             .await
-            .with_context(|| format!("starting the Redis container ({})", self.images.redis))?;
+            .map_err(|error| ContainerError::Redis {
+                image: self.images.redis.clone(),
+                error: Box::new(error),
+            })?;
         r.url = Some(format!("redis://{name}:{REDIS_PORT}"));
         Ok(container)
     }
@@ -359,7 +362,7 @@ impl<'a> Startup<'a> {
     }
 
     /// Starts one pool container per zone; returns them by zone.
-    async fn pools(&self, config_json: &[u8]) -> anyhow::Result<ZoneMap> {
+    async fn pools(&self, config_json: &[u8]) -> Result<ZoneMap, ContainerError> {
         let network = &self.network;
         let mut zones = BTreeMap::new();
         for zone in &self.config.zones {
@@ -374,11 +377,10 @@ impl<'a> Startup<'a> {
                 .with_startup_timeout(STARTUP)
                 .start()
                 .await
-                .with_context(|| {
-                    format!(
-                        "starting the pool container of zone {zone} ({})",
-                        self.images.sut
-                    )
+                .map_err(|error| ContainerError::Pool {
+                    zone: zone.clone(),
+                    image: self.images.sut.clone(),
+                    error: Box::new(error),
                 })?;
             zones.insert(zone.clone(), Arc::new(container));
         }
@@ -392,7 +394,7 @@ impl<'a> Startup<'a> {
         &self,
         config_json: Vec<u8>,
         paths: &[PoolPath],
-    ) -> anyhow::Result<(ContainerAsync<GenericImage>, u16)> {
+    ) -> Result<(ContainerAsync<GenericImage>, u16), ContainerError> {
         let mut args = sut_args("/etc/sut.json", "gateway", None);
         for p in paths {
             args.extend(["--pool".to_string(), format!("{}={}", p.zone, p.url())]);
@@ -412,13 +414,16 @@ impl<'a> Startup<'a> {
             .with_startup_timeout(STARTUP)
             .start()
             .await
-            .with_context(|| format!("starting the gateway container ({})", self.images.sut))?;
+            .map_err(|error| ContainerError::Gateway {
+                image: self.images.sut.clone(),
+                error: Box::new(error),
+            })?;
         let port = gateway
             .get_host_port_ipv4(SUT_PORT)
             .await
-            .context("the gateway container's published port")?;
+            .map_err(|e| ContainerError::Port(Box::new(e)))?;
         if port == 0 {
-            bail!("the gateway container published no port");
+            return Err(ContainerError::NoPort);
         }
         Ok((gateway, port))
     }
@@ -446,13 +451,16 @@ fn publish_on_loopback(hc: &mut HostConfig, ports: &[u16]) {
 
 /// The variant network's gateway address: where containers reach this host
 /// (the coordinator of load agents listens there, not on every interface).
-pub async fn network_gateway(network: &str) -> anyhow::Result<std::net::IpAddr> {
+pub async fn network_gateway(network: &str) -> Result<std::net::IpAddr, ContainerError> {
     crate::env::docker::network_gateways(network)
         .await
-        .with_context(|| format!("inspecting the network {network}"))?
+        .map_err(|error| ContainerError::Inspect {
+            network: network.to_string(),
+            error,
+        })?
         .first()
         .map(|g| std::net::IpAddr::V4(*g))
-        .with_context(|| format!("the network {network} has no IPv4 gateway"))
+        .ok_or_else(|| ContainerError::NoGateway(network.to_string()))
 }
 
 /// Where an agent container finds the experiment file.
@@ -467,7 +475,7 @@ pub async fn start_agent(
     files: &[(String, Vec<u8>)],
     args: Vec<String>,
     shard: u32,
-) -> anyhow::Result<ContainerAsync<GenericImage>> {
+) -> Result<ContainerAsync<GenericImage>, ContainerError> {
     let (name, tag) = split_image(image);
     let mut cmd = vec!["agent".to_string(), AGENT_EXPERIMENT.to_string()];
     cmd.extend(args);
@@ -485,7 +493,11 @@ pub async fn start_agent(
     request
         .start()
         .await
-        .with_context(|| format!("starting load agent {shard} as a container of {image} (does the image carry harness? rebuild it with ci/images.sh)"))
+        .map_err(|error| ContainerError::Agent {
+            shard,
+            image: image.to_string(),
+            error: Box::new(error),
+        })
 }
 
 /// The URL of the gateway as containers on the variant's network see it.

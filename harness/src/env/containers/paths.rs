@@ -6,9 +6,8 @@
 //! forwards to the pool. The fault proxy is a task of the harness: it stops
 //! with the variant and dies with the harness.
 
-use super::{network_gateway, Startup, ZoneMap, SUT_PORT};
+use super::{network_gateway, ContainerError, Startup, ZoneMap, SUT_PORT};
 use crate::env::faults::fault_proxy::FaultProxy;
-use anyhow::Context;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -46,20 +45,25 @@ impl Startup<'_> {
         &self,
         zones: &ZoneMap,
         faulted: &BTreeSet<String>,
-    ) -> anyhow::Result<(Vec<PoolPath>, BTreeMap<String, Arc<FaultProxy>>)> {
+    ) -> Result<(Vec<PoolPath>, BTreeMap<String, Arc<FaultProxy>>), ContainerError> {
         let mut paths = Vec::new();
         let mut proxies = BTreeMap::new();
         for (zone, c) in zones {
-            let ip = c
-                .get_bridge_ip_address()
-                .await
-                .with_context(|| format!("the address of zone {zone}'s pool container"))?;
+            let ip =
+                c.get_bridge_ip_address()
+                    .await
+                    .map_err(|error| ContainerError::PoolAddress {
+                        zone: zone.clone(),
+                        error: Box::new(error),
+                    })?;
             let mut addr = SocketAddr::new(ip, SUT_PORT);
             let component = crate::experiment::components::pool_component(zone);
             let through = faulted.contains(&component);
             if through {
                 let host = network_gateway(&self.network).await?;
-                let p = FaultProxy::start_on(host, addr).await?;
+                let p = FaultProxy::start_on(host, addr)
+                    .await
+                    .map_err(ContainerError::FaultProxy)?;
                 addr = p.addr;
                 proxies.insert(component, Arc::new(p));
             }

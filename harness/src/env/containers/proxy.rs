@@ -13,9 +13,8 @@
 //! the same face as in the embedded environment, in front of the variant's
 //! `sut --role gateway` container, which carries no load (the control).
 
-use super::{publish_on_loopback, short, split_image, STARTUP, SUT_PORT};
+use super::{publish_on_loopback, short, split_image, ContainerError, STARTUP, SUT_PORT};
 use crate::env::proxy_gateway::{Placement, ProxyGateway, Source};
-use anyhow::Context;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -48,9 +47,12 @@ pub(crate) async fn start(
     pools: &[(String, SocketAddr)],
     control: SocketAddr,
     dir: &Path,
-) -> anyhow::Result<(ProxyContainer, ProxyGateway)> {
+) -> Result<(ProxyContainer, ProxyGateway), ContainerError> {
     let kind = crate::experiment::proxy_binary(proxy);
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|error| ContainerError::Folder {
+        dir: dir.to_path_buf(),
+        error,
+    })?;
     let place = Placement {
         listen: SocketAddr::from(([0, 0, 0, 0], SUT_PORT)),
         exporter: SocketAddr::from(([0, 0, 0, 0], EXPORTER_PORT)),
@@ -80,13 +82,21 @@ pub(crate) async fn start(
         .with_startup_timeout(STARTUP)
         .start()
         .await
-        .with_context(|| format!("starting the {kind} gateway container ({image})"))?;
+        .map_err(|error| ContainerError::ProxyStart {
+            kind: kind.to_string(),
+            image: image.to_string(),
+            error: Box::new(error),
+        })?;
     let port = |p: u16| {
         let c = &container;
         async move {
             c.get_host_port_ipv4(p)
                 .await
-                .with_context(|| format!("the {kind} container's published port {p}"))
+                .map_err(|error| ContainerError::ProxyPort {
+                    kind: kind.to_string(),
+                    port: p,
+                    error: Box::new(error),
+                })
                 .map(|h| SocketAddr::from(([127, 0, 0, 1], h)))
         }
     };
@@ -106,7 +116,7 @@ pub(crate) async fn start(
 async fn exporter_answers(
     exporter: SocketAddr,
     container: &ContainerAsync<GenericImage>,
-) -> anyhow::Result<()> {
+) -> Result<(), ContainerError> {
     let http = reqwest::Client::new();
     let deadline = Instant::now() + STARTUP;
     loop {
@@ -126,11 +136,11 @@ async fn exporter_answers(
             } else {
                 format!("did not answer on its exporter within {STARTUP:?}")
             };
-            anyhow::bail!(
-                "the haproxy container ({}) {why}; its log:\n{}",
-                short(container.id()),
-                String::from_utf8_lossy(&logs)
-            );
+            return Err(ContainerError::Haproxy {
+                id: short(container.id()).to_string(),
+                why,
+                log: String::from_utf8_lossy(&logs).into_owned(),
+            });
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

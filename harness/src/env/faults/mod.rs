@@ -27,17 +27,18 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 /// The process id of an external component now (a pidfile read).
-fn external_pid(c: &ExternalComponent) -> anyhow::Result<Option<u32>> {
+fn external_pid(c: &ExternalComponent) -> Result<Option<u32>, FaultError> {
     Ok(match c {
         ExternalComponent::Pid(p) => Some(*p),
         ExternalComponent::Pidfile(f) => {
-            let text = std::fs::read_to_string(f)
-                .map_err(|e| anyhow::anyhow!("reading {}: {e}", f.display()))?;
-            Some(
-                text.trim()
-                    .parse()
-                    .map_err(|e| anyhow::anyhow!("{}: not a process id ({e})", f.display()))?,
-            )
+            let text = std::fs::read_to_string(f).map_err(|error| FaultError::Pidfile {
+                file: f.clone(),
+                error,
+            })?;
+            Some(text.trim().parse().map_err(|error| FaultError::NotPid {
+                file: f.clone(),
+                error,
+            })?)
         }
         ExternalComponent::Container(_) => None,
     })
@@ -45,7 +46,7 @@ fn external_pid(c: &ExternalComponent) -> anyhow::Result<Option<u32>> {
 
 /// Why a generic fault could not be applied or undone.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum FaultError {
+pub enum FaultError {
     #[error("no component {0:?} runs in this variant")]
     NoComponent(String),
     #[error("{0} is not running (killed?)")]
@@ -56,8 +57,18 @@ pub(crate) enum FaultError {
     Cgroup(#[from] cgroup::CgroupError),
     #[error(transparent)]
     Ledger(#[from] crate::env::ledger::LedgerError),
-    #[error("{0:#}")]
-    Process(anyhow::Error),
+    #[error(transparent)]
+    Process(crate::env::components::ComponentError),
+    #[error("reading {}: {error}", .file.display())]
+    Pidfile {
+        file: std::path::PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{}: not a process id ({error})", .file.display())]
+    NotPid {
+        file: std::path::PathBuf,
+        error: std::num::ParseIntError,
+    },
     #[error("no fault proxy in the path into {0} (the environment puts one there only for components a network fault names)")]
     NoFaultProxy(String),
     #[error(transparent)]
@@ -132,7 +143,7 @@ impl Injector {
     pub(crate) fn for_external(
         ledger: Arc<Ledger>,
         components: &BTreeMap<String, ExternalComponent>,
-    ) -> anyhow::Result<Injector> {
+    ) -> Result<Injector, FaultError> {
         let mut pids = BTreeMap::new();
         let mut containers = BTreeMap::new();
         for (name, c) in components {

@@ -16,9 +16,9 @@
 
 use super::launch::{spawn_children, start_containers, AgentArgs};
 use super::protocol::{self, Finished, Hello, Plan, Report};
+use super::AgentError;
 use crate::load::LoadOutcome;
 use crate::observe::recorder::{Event, Recorder};
-use anyhow::Context;
 use run_report::AgentRecord;
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -255,7 +255,7 @@ impl Coordinator {
         listen: SocketAddr,
         expected: Expected,
         source: &AgentSource,
-    ) -> anyhow::Result<Coordinator> {
+    ) -> Result<Coordinator, AgentError> {
         let of = expected.of;
         let shared = State::shared(expected);
         let (server, url) = serve(listen, shared.clone()).await?;
@@ -309,14 +309,14 @@ impl Coordinator {
 
     /// Waits until every agent said hello; refused agents, children that
     /// died and the timeout are errors.
-    pub async fn wait_for_agents(&mut self, timeout: Duration) -> anyhow::Result<()> {
+    pub async fn wait_for_agents(&mut self, timeout: Duration) -> Result<(), AgentError> {
         let deadline = Instant::now() + timeout;
         loop {
             let notified = self.shared.1.notified();
             {
                 let st = self.shared.0.lock().expect("coordinator lock");
                 if let Some(m) = st.refused.first() {
-                    anyhow::bail!("an agent was refused at the handshake: {m}");
+                    return Err(AgentError::RefusedAgent(m.clone()));
                 }
                 if st.agents.iter().all(|a| a.hello.is_some()) {
                     return Ok(());
@@ -324,7 +324,7 @@ impl Coordinator {
             }
             for (shard, c) in self.children.iter_mut().enumerate() {
                 if let Some(Ok(Some(status))) = c.as_mut().map(|c| c.try_wait()) {
-                    anyhow::bail!("load agent {shard} exited before its handshake ({status})");
+                    return Err(AgentError::Exited { shard, status });
                 }
             }
             if Instant::now() >= deadline {
@@ -336,11 +336,11 @@ impl Coordinator {
                     .filter(|(_, a)| a.hello.is_none())
                     .map(|(i, _)| i.to_string())
                     .collect();
-                anyhow::bail!(
-                    "no handshake from agent(s) {} within {timeout:?} on {}",
-                    missing.join(", "),
-                    self.url
-                );
+                return Err(AgentError::NoHandshake {
+                    missing: missing.join(", "),
+                    timeout,
+                    url: self.url.clone(),
+                });
             }
             let _ = tokio::time::timeout(Duration::from_millis(200), notified).await;
         }
@@ -452,15 +452,15 @@ impl Coordinator {
 async fn serve(
     listen: SocketAddr,
     shared: Shared,
-) -> anyhow::Result<(tokio::task::JoinHandle<()>, String)> {
+) -> Result<(tokio::task::JoinHandle<()>, String), AgentError> {
     let app = axum::Router::new()
         .route(protocol::HELLO_PATH, axum::routing::post(hello))
         .route(protocol::REPORT_PATH, axum::routing::post(report))
         .with_state(shared);
     let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .with_context(|| format!("binding the agents' address {listen}"))?;
-    let addr = listener.local_addr()?;
+        .map_err(|error| AgentError::Bind { listen, error })?;
+    let addr = listener.local_addr().map_err(AgentError::Io)?;
     let server = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });

@@ -4,7 +4,7 @@
 //! the run: children by `kill_on_drop` and `PR_SET_PDEATHSIG`, containers
 //! when their handles drop.
 
-use anyhow::Context;
+use super::AgentError;
 
 /// What every agent is told on its command line, children and containers
 /// alike: where the coordinator is, its shard, and the run's seed and form.
@@ -51,7 +51,7 @@ pub(super) async fn start_containers(
     network: &str,
     experiment_text: &str,
     files: &[(String, Vec<u8>)],
-) -> anyhow::Result<Vec<testcontainers::ContainerAsync<testcontainers::GenericImage>>> {
+) -> Result<Vec<testcontainers::ContainerAsync<testcontainers::GenericImage>>, AgentError> {
     let mut containers = Vec::new();
     for shard in 0..args.of {
         containers.push(
@@ -63,7 +63,8 @@ pub(super) async fn start_containers(
                 args.for_shard(shard),
                 shard,
             )
-            .await?,
+            .await
+            .map_err(|e| AgentError::Container(Box::new(e)))?,
         );
     }
     Ok(containers)
@@ -74,8 +75,8 @@ pub(super) async fn start_containers(
 pub(super) fn spawn_children(
     experiment: &std::path::Path,
     args: &AgentArgs,
-) -> anyhow::Result<Vec<Option<tokio::process::Child>>> {
-    let exe = std::env::current_exe().context("finding the harness executable")?;
+) -> Result<Vec<Option<tokio::process::Child>>, AgentError> {
+    let exe = std::env::current_exe().map_err(AgentError::Exe)?;
     let mut children = Vec::new();
     for shard in 0..args.of {
         let mut c = tokio::process::Command::new(&exe);
@@ -96,7 +97,7 @@ pub(super) fn spawn_children(
                 Ok(())
             });
         }
-        children.push(Some(c.spawn().context("starting a load agent")?));
+        children.push(Some(c.spawn().map_err(AgentError::Spawn)?));
     }
     Ok(children)
 }

@@ -20,12 +20,12 @@ mod launch;
 pub mod protocol;
 pub mod shard;
 
+use crate::base::causes::Causes;
 use crate::base::interrupt::StopSignal;
 use crate::cli::AgentArgs;
 use crate::load::Capacity;
 use crate::load::{LoadPlan, LoadWindow};
 use crate::observe::recorder::{Event, Recorder};
-use anyhow::{bail, Context};
 use protocol::{Finished, Hello, Plan, Report};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -37,23 +37,96 @@ const CONNECT_FOR: Duration = Duration::from_secs(120);
 /// The coordinator unanswered this long: the agent stops.
 const COORDINATOR_GONE: Duration = Duration::from_secs(5);
 
-fn shard_of(args: &AgentArgs) -> anyhow::Result<u32> {
+/// Why a load agent could not join its coordinator or drive its shard, or
+/// why the coordinator could not start or join its agents.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("no --shard and no JOB_COMPLETION_INDEX: {0}")]
+    NoShard(std::env::VarError),
+    #[error("JOB_COMPLETION_INDEX is not a number: {0}")]
+    ShardNotNumber(std::num::ParseIntError),
+    #[error("shard {shard} of {of}: the shard must be below --of")]
+    ShardRange { shard: u32, of: u32 },
+    #[error("reading the coordinator's plan: {}", Causes(.0))]
+    Plan(reqwest::Error),
+    #[error("refused by the coordinator ({status}): {text}")]
+    Refused {
+        status: reqwest::StatusCode,
+        text: String,
+    },
+    #[error("no answer from the coordinator at {url}: {error}")]
+    NoAnswer { url: String, error: reqwest::Error },
+    #[error("{0}")]
+    Experiment(crate::experiment::ExperimentError),
+    #[error("building the HTTP client: {}", Causes(.0))]
+    Client(reqwest::Error),
+    #[error("the plan names variant {0:?}, not in the file")]
+    NoVariant(String),
+    #[error("the reporter task: {}", Causes(.0))]
+    Reporter(tokio::task::JoinError),
+    #[error(transparent)]
+    Load(#[from] crate::load::LoadError),
+    #[error("this agent computed a different shard {shard} ({mine} documents) than the coordinator ({theirs}): same file, seed and version, so the calibration did not cross intact")]
+    OtherShard {
+        shard: u32,
+        mine: usize,
+        theirs: u64,
+    },
+    #[error("the coordinator declared agent {0} lost")]
+    Lost(u32),
+    /// The last answer (or its absence), as its `Debug` shows it.
+    #[error("the coordinator stopped answering: {0}")]
+    Gone(String),
+    #[error("an agent was refused at the handshake: {0}")]
+    RefusedAgent(String),
+    #[error("load agent {shard} exited before its handshake ({status})")]
+    Exited {
+        shard: usize,
+        status: std::process::ExitStatus,
+    },
+    #[error("no handshake from agent(s) {missing} within {timeout:?} on {url}")]
+    NoHandshake {
+        missing: String,
+        timeout: Duration,
+        url: String,
+    },
+    #[error("binding the agents' address {listen}: {}", Causes(.error))]
+    Bind {
+        listen: std::net::SocketAddr,
+        error: std::io::Error,
+    },
+    /// The coordinator's socket address.
+    #[error("{}", Causes(.0))]
+    Io(std::io::Error),
+    #[error("finding the harness executable: {}", Causes(.0))]
+    Exe(std::io::Error),
+    #[error("starting a load agent: {}", Causes(.0))]
+    Spawn(std::io::Error),
+    #[error(transparent)]
+    Container(Box<crate::env::containers::ContainerError>),
+}
+
+fn shard_of(args: &AgentArgs) -> Result<u32, AgentError> {
     let shard = match args.shard {
         Some(s) => s,
         None => std::env::var("JOB_COMPLETION_INDEX")
-            .context("no --shard and no JOB_COMPLETION_INDEX")?
+            .map_err(AgentError::NoShard)?
             .trim()
             .parse()
-            .context("JOB_COMPLETION_INDEX is not a number")?,
+            .map_err(AgentError::ShardNotNumber)?,
     };
     if args.of == 0 || shard >= args.of {
-        bail!("shard {shard} of {}: the shard must be below --of", args.of);
+        return Err(AgentError::ShardRange { shard, of: args.of });
     }
     Ok(shard)
 }
 
 /// Says hello and waits for the plan (retrying while the coordinator is not up).
-pub async fn handshake(http: &reqwest::Client, url: &str, hello: &Hello) -> anyhow::Result<Plan> {
+pub async fn handshake(
+    http: &reqwest::Client,
+    url: &str,
+    hello: &Hello,
+) -> Result<Plan, AgentError> {
     let give_up = Instant::now() + CONNECT_FOR;
     loop {
         match http
@@ -62,18 +135,21 @@ pub async fn handshake(http: &reqwest::Client, url: &str, hello: &Hello) -> anyh
             .send()
             .await
         {
-            Ok(r) if r.status().is_success() => {
-                return r.json().await.context("reading the coordinator's plan")
-            }
+            Ok(r) if r.status().is_success() => return r.json().await.map_err(AgentError::Plan),
             Ok(r) => {
                 let status = r.status();
                 let text = r.text().await.unwrap_or_default();
-                bail!("refused by the coordinator ({status}): {text}");
+                return Err(AgentError::Refused { status, text });
             }
             Err(e) if e.is_connect() && Instant::now() < give_up => {
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
-            Err(e) => bail!("no answer from the coordinator at {url}: {e}"),
+            Err(error) => {
+                return Err(AgentError::NoAnswer {
+                    url: url.to_string(),
+                    error,
+                })
+            }
         }
     }
 }
@@ -89,23 +165,23 @@ fn start_instant(start_unix_ms: u64) -> Instant {
 }
 
 /// `harness agent`: drives one shard to its end.
-pub async fn run(args: AgentArgs, stop: Arc<StopSignal>) -> anyhow::Result<()> {
+pub async fn run(args: AgentArgs, stop: Arc<StopSignal>) -> Result<(), AgentError> {
     let shard = shard_of(&args)?;
-    let mut exp = crate::experiment::load(&args.experiment, args.quick)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut exp =
+        crate::experiment::load(&args.experiment, args.quick).map_err(AgentError::Experiment)?;
     if let Some(s) = args.seed {
         exp.seed = s;
     }
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(600))
         .build()
-        .context("building the HTTP client")?;
+        .map_err(AgentError::Client)?;
     let plan = handshake(&http, &args.coordinator, &hello(&exp, shard, args.of)).await?;
     let v = exp
         .variants
         .iter()
         .find(|v| v.name == plan.variant)
-        .with_context(|| format!("the plan names variant {:?}, not in the file", plan.variant))?
+        .ok_or_else(|| AgentError::NoVariant(plan.variant.clone()))?
         .clone();
     let start = start_instant(plan.start_unix_ms);
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
@@ -140,8 +216,8 @@ pub async fn run(args: AgentArgs, stop: Arc<StopSignal>) -> anyhow::Result<()> {
     let (load, finished) = drive(load_plan).await;
     drop(recorder);
     let _ = finish_tx.send(finished);
-    reporter.await.context("the reporter task")??;
-    load.map(|_| ())
+    reporter.await.map_err(AgentError::Reporter)??;
+    Ok(load.map(|_| ())?)
 }
 
 /// What this agent tells the coordinator at the handshake: who it is and
@@ -171,25 +247,30 @@ fn my_shard(
     plan: &Plan,
     shard: u32,
     of: u32,
-) -> anyhow::Result<Vec<crate::load::workload::Document>> {
+) -> Result<Vec<crate::load::workload::Document>, AgentError> {
     let capacity = Capacity {
         pages_per_sec: plan.capacity_pages_per_sec,
         docs_per_sec: plan.capacity_docs_per_sec,
     };
     let mine = shard::shard(&crate::load::plan_documents(exp, capacity), shard, of);
     if shard::digest(&mine) != plan.shard_digest || mine.len() as u64 != plan.shard_documents {
-        bail!(
-            "this agent computed a different shard {shard} ({} documents) than the coordinator ({}): same file, seed and version, so the calibration did not cross intact",
-            mine.len(),
-            plan.shard_documents
-        );
+        return Err(AgentError::OtherShard {
+            shard,
+            mine: mine.len(),
+            theirs: plan.shard_documents,
+        });
     }
     Ok(mine)
 }
 
 /// Drives the shard's load; returns its outcome and what the last report
 /// says of it (the counts, zero when the load failed, and the CPU it took).
-async fn drive(load_plan: LoadPlan) -> (anyhow::Result<crate::load::LoadOutcome>, Finished) {
+async fn drive(
+    load_plan: LoadPlan,
+) -> (
+    Result<crate::load::LoadOutcome, crate::load::LoadError>,
+    Finished,
+) {
     let cpu_before = crate::base::cpu::process_cpu_s().ok();
     let load = crate::load::drive(load_plan).await;
     let cpu_s = cpu_before
@@ -218,7 +299,7 @@ async fn report_loop(
     mut rx: tokio::sync::mpsc::UnboundedReceiver<(Duration, Event)>,
     mut finish: tokio::sync::oneshot::Receiver<Finished>,
     stop: Arc<StopSignal>,
-) -> anyhow::Result<()> {
+) -> Result<(), AgentError> {
     let mut seq = 0u64;
     let mut last_ok = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_millis(protocol::REPORT_EVERY_MS));
@@ -256,12 +337,12 @@ async fn report_loop(
                 }
                 Ok(r) if r.status() == reqwest::StatusCode::GONE => {
                     stop.trigger("the coordinator declared this agent lost");
-                    bail!("the coordinator declared agent {shard} lost");
+                    return Err(AgentError::Lost(shard));
                 }
                 other => {
                     if last_ok.elapsed() >= COORDINATOR_GONE {
                         stop.trigger("the coordinator stopped answering");
-                        bail!("the coordinator stopped answering: {other:?}");
+                        return Err(AgentError::Gone(format!("{other:?}")));
                     }
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
@@ -280,6 +361,6 @@ pub fn cli(
 ) -> Result<crate::base::exit::Finished, crate::base::exit::CliError> {
     let (rt, stop) = crate::base::interrupt::cli_runtime()?;
     rt.block_on(crate::run::agent::run(args, stop))
-        .map_err(|e| crate::base::exit::CliError::Line(format!("harness agent: error: {e:#}")))?;
+        .map_err(|e| crate::base::exit::CliError::Line(format!("harness agent: error: {e}")))?;
     Ok(crate::base::exit::Finished::Passed)
 }

@@ -9,7 +9,7 @@ use crate::load::Capacity;
 use crate::load::{self, LoadPlan};
 use crate::run::agent::coordinator::Coordinator;
 use crate::run::AgentOptions;
-use anyhow::Context;
+use crate::run::RunError;
 use std::time::Duration;
 
 /// Starts the coordinator and waits for every agent's handshake.
@@ -17,7 +17,7 @@ pub(super) async fn join_agents(
     exp: &Experiment,
     a: &AgentOptions,
     target: &Target,
-) -> anyhow::Result<Coordinator> {
+) -> Result<Coordinator, RunError> {
     let expected = crate::run::agent::coordinator::Expected {
         experiment_hash: crate::run::agent::protocol::experiment_hash(&exp.source, exp.quick),
         seed: exp.seed,
@@ -35,10 +35,13 @@ async fn agent_source(
     exp: &Experiment,
     a: &AgentOptions,
     target: &Target,
-) -> anyhow::Result<(
-    std::net::SocketAddr,
-    crate::run::agent::coordinator::AgentSource,
-)> {
+) -> Result<
+    (
+        std::net::SocketAddr,
+        crate::run::agent::coordinator::AgentSource,
+    ),
+    RunError,
+> {
     use crate::run::agent::coordinator::AgentSource;
     match (&a.source, target.network(), &exp.environment) {
         (
@@ -58,22 +61,22 @@ async fn agent_source(
                     .parent()
                     .unwrap_or(std::path::Path::new("."))
                     .canonicalize()
-                    .context("the experiment's folder")?;
+                    .map_err(RunError::Folder)?;
                 let inside = std::path::Path::new(crate::env::containers::AGENT_EXPERIMENT)
                     .parent()
                     .expect("an absolute path");
                 for rule in &alerts.rules {
-                    let abs = rule
-                        .canonicalize()
-                        .with_context(|| format!("{}", rule.display()))?;
-                    let rel = abs.strip_prefix(&dir).map_err(|_| {
-                        anyhow::anyhow!(
-                            "the rule file {} is outside the experiment's folder: the agent containers could not find it at the same relative path",
-                            rule.display()
-                        )
+                    let abs = rule.canonicalize().map_err(|error| RunError::Rule {
+                        path: rule.clone(),
+                        error,
                     })?;
-                    let bytes = std::fs::read(&abs)
-                        .with_context(|| format!("reading {}", abs.display()))?;
+                    let rel = abs
+                        .strip_prefix(&dir)
+                        .map_err(|_| RunError::RuleOutside(rule.clone()))?;
+                    let bytes = std::fs::read(&abs).map_err(|error| RunError::ReadRule {
+                        path: abs.clone(),
+                        error,
+                    })?;
                     files.push((inside.join(rel).to_string_lossy().into_owned(), bytes));
                 }
             }

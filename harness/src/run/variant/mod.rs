@@ -15,8 +15,8 @@ use crate::load::{plan_documents, Capacity};
 use crate::observe::recorder::Recorder;
 use crate::observe::scrape::Scrape;
 use crate::run::agent::coordinator::Coordinator;
+use crate::run::RunError;
 use agents::{drive_agents, join_agents};
-use anyhow::Context;
 use run_report::{Second, TimelineEvent, TriggerSpan, VariantRun};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -32,7 +32,7 @@ pub(super) async fn drive_variant(
     capacity: Capacity,
     stop: Arc<StopSignal>,
     opts: &RunOptions,
-) -> anyhow::Result<VariantRun> {
+) -> Result<VariantRun, RunError> {
     VariantDrive::connect(exp, v, target, capacity, stop, opts)
         .await?
         .run(opts.quiet)
@@ -101,7 +101,7 @@ struct Watchers {
 
 /// What the load phase gave.
 struct Driven {
-    load: anyhow::Result<load::LoadOutcome>,
+    load: Result<load::LoadOutcome, load::LoadError>,
     agents: Vec<run_report::AgentRecord>,
     /// `None` in virtual time: the wall clock's CPU is not the run's.
     cost: Option<run_report::HarnessCost>,
@@ -132,11 +132,11 @@ impl<'a> VariantDrive<'a> {
         capacity: Capacity,
         stop: Arc<StopSignal>,
         opts: &RunOptions,
-    ) -> anyhow::Result<VariantDrive<'a>> {
+    ) -> Result<VariantDrive<'a>, RunError> {
         let http = reqwest::Client::builder()
             .pool_idle_timeout(Duration::from_secs(5))
             .build()
-            .context("building the HTTP client")?;
+            .map_err(RunError::Client)?;
         let base = target.base_url.clone();
         let system = target.control(&http);
         let docs = plan_documents(exp, capacity);
@@ -163,7 +163,7 @@ impl<'a> VariantDrive<'a> {
 
     /// The phases in order; an error in one still drops (stops) what the
     /// earlier ones started.
-    async fn run(mut self, quiet: bool) -> anyhow::Result<VariantRun> {
+    async fn run(mut self, quiet: bool) -> Result<VariantRun, RunError> {
         let (entries, admin) = self.set_up_timeline().await;
         let clock = self.clock();
         let running = Running {
@@ -176,11 +176,9 @@ impl<'a> VariantDrive<'a> {
         }
         let baseline = crate::observe::scrape::scrape(&self.system)
             .await
-            .map_err(|e| {
-                anyhow::anyhow!(
-                    "the system under test at {} does not answer /metrics: {e}",
-                    self.base
-                )
+            .map_err(|error| RunError::NoMetrics {
+                base: self.base.clone(),
+                error,
             })?;
         let unmeasured = unmeasured(&crate::observe::scrape::missing(&baseline), &self.v.name);
         let watchers = self.start_watchers(entries, admin, &running, baseline);
@@ -344,17 +342,17 @@ impl<'a> VariantDrive<'a> {
         driven: Driven,
         r: &Running,
         mut unmeasured: BTreeMap<run_report::Metric, String>,
-    ) -> anyhow::Result<Collected> {
+    ) -> Result<Collected, RunError> {
         drop(self.coordinator.take());
         let _ = w.done.send(true);
         w.timeline.abort();
-        let (mut seconds, last) = w.sampler.await.context("sampler task")?;
+        let (mut seconds, last) = w.sampler.await.map_err(RunError::Sampler)?;
         if !driven.agents.is_empty() {
             for row in &mut seconds {
                 r.recorder.refresh(row);
             }
         }
-        let mut triggers = w.residues.await.context("residue watcher task")?;
+        let mut triggers = w.residues.await.map_err(RunError::Residues)?;
         crate::run::residue::cache_residues(
             self.exp,
             &self.v.name,
@@ -371,7 +369,7 @@ impl<'a> VariantDrive<'a> {
             triggers,
             alerts,
             target_series,
-            load: driven.load.context("driving the load")?,
+            load: driven.load.map_err(RunError::Load)?,
             agents: driven.agents,
             cost: driven.cost,
             unmeasured,
@@ -477,13 +475,16 @@ impl<'a> VariantDrive<'a> {
 async fn drive_on_own_runtime(
     plan: LoadPlan,
     meter: crate::run::cost::CostMeter,
-) -> (anyhow::Result<load::LoadOutcome>, run_report::HarnessCost) {
+) -> (
+    Result<load::LoadOutcome, load::LoadError>,
+    run_report::HarnessCost,
+) {
     let recorder = plan.journeys.recorder.clone();
     let rt = match crate::base::cpu::named_runtime(crate::base::cpu::LOAD_THREADS) {
         Ok(rt) => rt,
         Err(e) => {
             let cost = meter.finish(&recorder);
-            return (Err(e).context("starting the load's runtime"), cost);
+            return (Err(load::LoadError::Runtime(e)), cost);
         }
     };
     let result = rt.spawn(load::drive(plan)).await;
@@ -492,7 +493,7 @@ async fn drive_on_own_runtime(
     rt.shutdown_background();
     let result = match result {
         Ok(r) => r,
-        Err(e) => Err(anyhow::anyhow!("the load task: {e}")),
+        Err(e) => Err(load::LoadError::Task(e)),
     };
     (result, cost)
 }
