@@ -57,8 +57,8 @@ pub enum CliError {
 }
 
 impl CliError {
-    /// `error: <e>`; give an `anyhow::Error` as `format_args!("{e:#}")` to
-    /// keep its chain of causes.
+    /// `error: <e>`, `e` as it displays (the harness's error types print
+    /// their causes themselves).
     pub fn new(e: impl fmt::Display) -> CliError {
         CliError::Error(e.to_string())
     }

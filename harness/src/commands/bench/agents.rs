@@ -10,6 +10,8 @@
 //! same CPUs, so no speed-up is expected here: the point of agents is more
 //! hosts, not more processes on one.
 
+use super::error::during;
+use super::BenchError;
 use super::{server, Windows};
 use crate::base::interrupt::StopSignal;
 use crate::load::Capacity;
@@ -17,7 +19,6 @@ use crate::load::{LoadPlan, LoadWindow};
 use crate::observe::recorder::Recorder;
 use crate::run::agent::coordinator::{AgentSource, Coordinator, Expected};
 use crate::run::agent::shard::shard_plans;
-use anyhow::Context;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -42,12 +43,12 @@ fn experiment(total: Duration) -> String {
     )
 }
 
-pub fn run(w: &Windows, n: u32) -> anyhow::Result<AgentCeilings> {
+pub fn run(w: &Windows, n: u32) -> Result<AgentCeilings, BenchError> {
     let server_rt = super::runtime("bench-server")?;
     let client_rt = super::runtime("bench-load")?;
     let srv = server_rt.block_on(server::start(super::ceiling::busy_reply()))?;
     let dir = std::env::temp_dir().join(format!("harness-bench-agents-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).context("a folder for the agents' experiment")?;
+    std::fs::create_dir_all(&dir).map_err(during("a folder for the agents' experiment"))?;
     let file = dir.join("bench-agents.yaml");
     std::fs::write(&file, experiment(w.warmup + w.measure))?;
     let mut runs = Vec::new();
@@ -66,8 +67,8 @@ async fn ceiling(
     w: &Windows,
     file: &std::path::Path,
     n: u32,
-) -> anyhow::Result<(f64, usize)> {
-    let exp = crate::experiment::load(file, false).map_err(|e| anyhow::anyhow!("{e}"))?;
+) -> Result<(f64, usize), BenchError> {
+    let exp = crate::experiment::load(file, false)?;
     let mut c = start_agents(&exp, file, n).await?;
     // The clock starts once every agent is there.
     let total = w.warmup + w.measure;
@@ -126,7 +127,7 @@ async fn start_agents(
     exp: &crate::experiment::Experiment,
     file: &std::path::Path,
     n: u32,
-) -> anyhow::Result<Coordinator> {
+) -> Result<Coordinator, BenchError> {
     let expected = Expected {
         experiment_hash: crate::run::agent::protocol::experiment_hash(&exp.source, false),
         seed: exp.seed,

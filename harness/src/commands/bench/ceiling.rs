@@ -134,7 +134,7 @@ pub struct LoadRun {
 
 /// Runs the harness and wrk in alternating pairs against one fixed-503
 /// endpoint, then the reqwest diagnostic.
-pub fn run(w: &Windows) -> anyhow::Result<Ceiling> {
+pub fn run(w: &Windows) -> Result<Ceiling, super::BenchError> {
     let server_rt = super::runtime("bench-server")?;
     let client_rt = crate::base::cpu::named_runtime(crate::base::cpu::LOAD_THREADS)?;
     let srv = server_rt.block_on(server::start(busy_reply()))?;
@@ -200,7 +200,7 @@ pub async fn run_load(
     max_in_flight: u64,
     w: &Windows,
     cut: bool,
-) -> anyhow::Result<LoadRun> {
+) -> Result<LoadRun, super::BenchError> {
     let start = Instant::now() + Duration::from_millis(300);
     let total = w.warmup + w.measure;
     let n = (rate * total.as_secs_f64()) as u64;

@@ -17,11 +17,12 @@ pub async fn closed_loop(
     json: Option<&str>,
     connections: u64,
     duration: Duration,
-) -> anyhow::Result<Driven> {
-    anyhow::ensure!(
-        url.starts_with("http://127.0.0.1:"),
-        "refusing to send benchmark traffic to {url}: 127.0.0.1 only"
-    );
+) -> Result<Driven, super::BenchError> {
+    if !url.starts_with("http://127.0.0.1:") {
+        return Err(super::BenchError::Invalid(format!(
+            "refusing to send benchmark traffic to {url}: 127.0.0.1 only"
+        )));
+    }
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(connections as usize)
         .timeout(Duration::from_secs(5))

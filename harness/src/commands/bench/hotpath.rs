@@ -14,8 +14,9 @@
 //! the same JSON body and no framework at all ([`super::server`]) is shown as
 //! the stricter reference.
 
+use super::error::during;
+use super::BenchError;
 use super::{client, server, wrk, Windows};
-use anyhow::{ensure, Context};
 use std::sync::Arc;
 use std::time::Duration;
 use sut::{ExtractResponse, ResultSource, System, SystemConfig};
@@ -34,7 +35,7 @@ pub struct HotPath {
 }
 
 /// Starts the system on 127.0.0.1:0, warms the cache, and compares.
-pub fn run(w: &Windows) -> anyhow::Result<HotPath> {
+pub fn run(w: &Windows) -> Result<HotPath, BenchError> {
     let server_rt = super::runtime("bench-sut")?;
     let client_rt = super::runtime("bench-client")?;
     let system = server_rt
@@ -42,10 +43,10 @@ pub fn run(w: &Windows) -> anyhow::Result<HotPath> {
             SystemConfig::default(),
             Arc::new(gpu_executor::CpuExecutor::new()),
         ))
-        .context("starting the system under test")?;
+        .map_err(BenchError::System)?;
     let listener = server_rt
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .context("binding the system under test on 127.0.0.1:0")?;
+        .map_err(during("binding the system under test on 127.0.0.1:0"))?;
     let addr = listener.local_addr()?;
     let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();
     server_rt.spawn(sut::server::run(listener, system, async move {
@@ -63,18 +64,22 @@ pub fn run(w: &Windows) -> anyhow::Result<HotPath> {
     let wrk_bin = wrk::find();
     // Every answer must be a success: a 503 is cheaper than a cache hit and
     // would flatter the service.
-    let measure = |url: &str, post: bool| -> anyhow::Result<f64> {
+    let measure = |url: &str, post: bool| -> Result<f64, BenchError> {
         let json = post.then_some(super::ceiling::BODY);
         let d = match &wrk_bin {
             Some(bin) => wrk::run(bin, url, CONNECTIONS, w.measure, json),
             None => client_rt.block_on(client::closed_loop(url, json, CONNECTIONS, w.measure)),
         }
-        .with_context(|| format!("driving {url}"))?;
-        ensure!(
-            d.non_2xx == 0,
-            "{url} answered {} requests with an error status during the measurement",
-            d.non_2xx
-        );
+        .map_err(|inner| BenchError::Driving {
+            what: format!("driving {url}"),
+            inner: Box::new(inner),
+        })?;
+        if d.non_2xx != 0 {
+            return Err(BenchError::Invalid(format!(
+                "{url} answered {} requests with an error status during the measurement",
+                d.non_2xx
+            )));
+        }
         Ok(d.requests_per_sec)
     };
     let sut_rps = measure(&extract, true)?;
@@ -97,7 +102,7 @@ pub fn run(w: &Windows) -> anyhow::Result<HotPath> {
 
 /// Computes the benchmark document once, then checks the next answer is a
 /// cache hit; returns that answer's body (the bare endpoint serves the same).
-async fn warm_cache(url: &str) -> anyhow::Result<String> {
+async fn warm_cache(url: &str) -> Result<String, BenchError> {
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
         .build()?;
@@ -109,18 +114,31 @@ async fn warm_cache(url: &str) -> anyhow::Result<String> {
             .body(super::ceiling::BODY)
             .send()
             .await
-            .context("warming the cache")?;
+            .map_err(|e| {
+                BenchError::Invalid(format!(
+                    "warming the cache: {}",
+                    crate::base::causes::Causes(&e)
+                ))
+            })?;
         let status = r.status();
         let text = r.text().await?;
-        ensure!(status == 200, "warming the cache: {status}: {text}");
+        if status != 200 {
+            return Err(BenchError::Invalid(format!(
+                "warming the cache: {status}: {text}"
+            )));
+        }
         last = Some(text);
     }
     let body = last.unwrap_or_default();
     let parsed: ExtractResponse =
-        serde_json::from_str(&body).with_context(|| format!("reading the answer {body}"))?;
-    ensure!(
-        parsed.source == ResultSource::Cache,
-        "the second request was not a cache hit: {body}"
-    );
+        serde_json::from_str(&body).map_err(|error| BenchError::Json {
+            what: format!("reading the answer {body}"),
+            error,
+        })?;
+    if parsed.source != ResultSource::Cache {
+        return Err(BenchError::Invalid(format!(
+            "the second request was not a cache hit: {body}"
+        )));
+    }
     Ok(body)
 }

@@ -15,8 +15,9 @@
 //! skipped, and says so. With `HARNESS_BENCH_CALLGRIND_DIR` set, the
 //! callgrind files are kept there (for `callgrind_annotate`), else deleted.
 
+use super::error::during;
+use super::BenchError;
 use super::{memory, server};
-use anyhow::{bail, Context};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -48,10 +49,11 @@ fn find(name: &str) -> Option<PathBuf> {
 }
 
 /// `totals:` (or `summary:`) of a callgrind output file: instructions.
-fn callgrind_total(path: &Path) -> anyhow::Result<u64> {
+fn callgrind_total(path: &Path) -> Result<u64, BenchError> {
     let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    parse_total(&text).with_context(|| format!("no totals in {}", path.display()))
+        std::fs::read_to_string(path).map_err(during(format!("reading {}", path.display())))?;
+    parse_total(&text)
+        .ok_or_else(|| BenchError::Invalid(format!("no totals in {}", path.display())))
 }
 
 pub(crate) fn parse_total(text: &str) -> Option<u64> {
@@ -65,7 +67,7 @@ pub(crate) fn parse_total(text: &str) -> Option<u64> {
 }
 
 /// Runs the step; `Ok(None)` when valgrind is not installed.
-pub fn run() -> anyhow::Result<Option<Instructions>> {
+pub fn run() -> Result<Option<Instructions>, BenchError> {
     let Some(valgrind) = find("valgrind") else {
         return Ok(None);
     };
@@ -92,8 +94,8 @@ fn measure(
     srv: &server::FixedServer,
     mode: Option<&str>,
     counts: [u64; 2],
-) -> anyhow::Result<(f64, Vec<(u64, u64)>)> {
-    let exe = std::env::current_exe().context("locating this program to re-run it")?;
+) -> Result<(f64, Vec<(u64, u64)>), BenchError> {
+    let exe = std::env::current_exe().map_err(during("locating this program to re-run it"))?;
     let keep = std::env::var_os(KEEP_DIR_ENV).map(PathBuf::from);
     let dir = keep.clone().unwrap_or_else(std::env::temp_dir);
     let mut runs = Vec::new();
@@ -117,19 +119,21 @@ fn measure(
             .stdin(Stdio::null())
             .stderr(Stdio::null())
             .output()
-            .context("running the storm under callgrind")?;
+            .map_err(during("running the storm under callgrind"))?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         if !out.status.success() {
-            bail!(
+            return Err(BenchError::Invalid(format!(
                 "the storm under callgrind exited with {}: {stdout}",
                 out.status
-            );
+            )));
         }
         let storm: memory::Storm = stdout
             .lines()
             .find_map(|l| l.strip_prefix(memory::LINE_PREFIX))
             .and_then(|l| serde_json::from_str(l).ok())
-            .with_context(|| format!("no storm result under callgrind: {stdout}"))?;
+            .ok_or_else(|| {
+                BenchError::Invalid(format!("no storm result under callgrind: {stdout}"))
+            })?;
         let total = callgrind_total(&out_file);
         if keep.is_none() {
             let _ = std::fs::remove_file(&out_file);
@@ -139,7 +143,9 @@ fn measure(
     let (a0, i0) = runs[0];
     let (a1, i1) = runs[1];
     if a1 <= a0 {
-        bail!("the storm under callgrind made {a0} then {a1} attempts: no difference to measure");
+        return Err(BenchError::Invalid(format!(
+            "the storm under callgrind made {a0} then {a1} attempts: no difference to measure"
+        )));
     }
     Ok(((i1.saturating_sub(i0)) as f64 / (a1 - a0) as f64, runs))
 }

@@ -10,12 +10,13 @@
 //! parent and its address is passed in `HARNESS_BENCH_STORM_TARGET`, so the
 //! child's peak is the harness alone (run directly, the child starts its own).
 
+use super::error::during;
+use super::BenchError;
 use super::{server, Windows};
 use crate::base::interrupt::StopSignal;
 use crate::load::workload::Document;
 use crate::load::{drive, LoadPlan};
 use crate::observe::recorder::Recorder;
-use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -55,10 +56,10 @@ pub struct Storm {
 }
 
 /// Starts the endpoint here and runs the storm in a fresh copy of this program.
-pub fn run_in_child(quick: bool) -> anyhow::Result<Storm> {
+pub fn run_in_child(quick: bool) -> Result<Storm, BenchError> {
     let server_rt = super::runtime("bench-storm-endpoint")?;
     let srv = server_rt.block_on(server::start(storm_reply()))?;
-    let exe = std::env::current_exe().context("locating this program to re-run it")?;
+    let exe = std::env::current_exe().map_err(during("locating this program to re-run it"))?;
     let mut cmd = Command::new(&exe);
     cmd.args(["bench", "--only", "storm"]);
     if quick {
@@ -69,28 +70,46 @@ pub fn run_in_child(quick: bool) -> anyhow::Result<Storm> {
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
         .output()
-        .with_context(|| format!("running {} bench --only storm", exe.display()))?;
+        .map_err(during(format!(
+            "running {} bench --only storm",
+            exe.display()
+        )))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
-        bail!("the storm process exited with {}: {stdout}", out.status);
+        return Err(BenchError::Invalid(format!(
+            "the storm process exited with {}: {stdout}",
+            out.status
+        )));
     }
     let line = stdout
         .lines()
         .find_map(|l| l.strip_prefix(LINE_PREFIX))
-        .with_context(|| format!("no {LINE_PREFIX:?} line from the storm process: {stdout}"))?;
-    serde_json::from_str(line).with_context(|| format!("reading the storm result {line}"))
+        .ok_or_else(|| {
+            BenchError::Invalid(format!(
+                "no {LINE_PREFIX:?} line from the storm process: {stdout}"
+            ))
+        })?;
+    serde_json::from_str(line).map_err(|error| BenchError::Json {
+        what: format!("reading the storm result {line}"),
+        error,
+    })
 }
 
 /// The storm itself, in this process; prints the result line for the parent.
-pub fn run_here(w: &Windows) -> anyhow::Result<Storm> {
+pub fn run_here(w: &Windows) -> Result<Storm, BenchError> {
     let baseline_rss_kb = status_kb("VmRSS").unwrap_or(0);
     let target = std::env::var(TARGET_ENV).ok();
     let server_rt = super::runtime("bench-storm-endpoint")?;
     let (addr, _local) = match &target {
         Some(a) => {
-            let addr: std::net::SocketAddr =
-                a.parse().with_context(|| format!("{TARGET_ENV}={a}"))?;
-            anyhow::ensure!(addr.ip().is_loopback(), "{TARGET_ENV}={a}: 127.0.0.1 only");
+            let addr: std::net::SocketAddr = a
+                .parse()
+                .map_err(|e| BenchError::Invalid(format!("{TARGET_ENV}={a}: {e}")))?;
+            if !addr.ip().is_loopback() {
+                return Err(BenchError::Invalid(format!(
+                    "{TARGET_ENV}={a}: 127.0.0.1 only"
+                )));
+            }
             (addr, None)
         }
         None => {
@@ -103,7 +122,7 @@ pub fn run_here(w: &Windows) -> anyhow::Result<Storm> {
     let attempts = match std::env::var(ATTEMPTS_ENV) {
         Ok(a) => a
             .parse()
-            .with_context(|| format!("{ATTEMPTS_ENV}={a}: not a count"))?,
+            .map_err(|e| BenchError::Invalid(format!("{ATTEMPTS_ENV}={a}: not a count: {e}")))?,
         Err(_) => w.storm_attempts,
     };
     let mut storm = if std::env::var(MODE_ENV).is_ok_and(|m| m == "arrivals") {
@@ -113,8 +132,13 @@ pub fn run_here(w: &Windows) -> anyhow::Result<Storm> {
     };
     storm.baseline_rss_kb = baseline_rss_kb;
     storm.endpoint_in_process = target.is_none();
-    storm.peak_rss_kb = status_kb("VmHWM").context("reading VmHWM from /proc/self/status")?;
-    println!("{LINE_PREFIX}{}", serde_json::to_string(&storm)?);
+    storm.peak_rss_kb = status_kb("VmHWM")
+        .ok_or_else(|| BenchError::Invalid("reading VmHWM from /proc/self/status".into()))?;
+    let line = serde_json::to_string(&storm).map_err(|error| BenchError::Json {
+        what: "writing the storm result".into(),
+        error,
+    })?;
+    println!("{LINE_PREFIX}{line}");
     Ok(storm)
 }
 
@@ -128,7 +152,7 @@ pub(super) fn storm_reply() -> Arc<[u8]> {
 }
 
 /// DOCUMENTS journeys retrying every 1 ms until `attempts` are done (or `limit`).
-async fn storm(base: &str, attempts: u64, limit: Duration) -> anyhow::Result<Storm> {
+async fn storm(base: &str, attempts: u64, limit: Duration) -> Result<Storm, BenchError> {
     let start = Instant::now() + Duration::from_millis(300);
     let documents: Vec<Document> = (0..DOCUMENTS)
         .map(|i| Document {
@@ -146,7 +170,7 @@ async fn storm(base: &str, attempts: u64, limit: Duration) -> anyhow::Result<Sto
     let retry: retry_policy::RetryConfig = serde_saphyr::from_str(
         "{ max_attempts: 1000000000, honour_retry_after: true, backoff: { fixed: { delay: 1ms } } }",
     )
-    .context("storm retry policy")?;
+    .map_err(|e| BenchError::Invalid(format!("storm retry policy: {e}")))?;
     // The runner's sampler: read each finished second (which also folds its
     // distinct-document set), and stop once enough attempts were made.
     let sampler = {
@@ -193,7 +217,7 @@ async fn storm(base: &str, attempts: u64, limit: Duration) -> anyhow::Result<Sto
 /// rate (so the scheduler is behind, as there): the per-journey costs
 /// (spawn, body, retry policy, recorder ledger) that the storm's long
 /// journeys spread over many attempts.
-async fn arrivals(base: &str, n: u64) -> anyhow::Result<Storm> {
+async fn arrivals(base: &str, n: u64) -> Result<Storm, BenchError> {
     let start = Instant::now() + Duration::from_millis(300);
     let documents = super::ceiling::evenly(n, super::ceiling::OFFERED_RATE);
     // Every arrival is sent: the load ends long after the last is due.

@@ -22,6 +22,7 @@
 mod agents;
 mod ceiling;
 mod client;
+mod error;
 mod hotpath;
 mod instructions;
 mod memory;
@@ -38,6 +39,7 @@ mod wrk;
 
 use crate::base::exit::{CliError, Finished};
 use crate::cli::BenchStep;
+pub use error::BenchError;
 use std::time::Duration;
 
 /// Why a step of the benchmark has no figure (a tool missing or failing,
@@ -339,21 +341,20 @@ fn section(title: &str) {
     println!("\n{title}");
 }
 
-fn error(e: anyhow::Error) -> Verdict {
-    println!("   ERROR: {e:#}");
+fn error(e: BenchError) -> Verdict {
+    println!("   ERROR: {e}");
     Verdict::Error
 }
 
 /// A multi-threaded runtime with two workers (this machine's cores), one per
 /// side of a measurement so client and server do not share worker threads.
-fn runtime(name: &str) -> anyhow::Result<tokio::runtime::Runtime> {
-    use anyhow::Context;
+fn runtime(name: &str) -> Result<tokio::runtime::Runtime, BenchError> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name(name)
         .enable_all()
         .build()
-        .with_context(|| format!("starting the {name} runtime"))
+        .map_err(error::during(format!("starting the {name} runtime")))
 }
 
 /// Attempts done (answered, rejected, timed out or failed) in the run's

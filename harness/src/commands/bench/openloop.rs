@@ -72,7 +72,7 @@ impl OpenLoop {
 
 /// Offers `rate` (or [`FALLBACK_RATE`]) arrivals/s of no-retry journeys to
 /// the fixed-503 endpoint for the window, and lets every one be sent.
-pub fn run(w: &Windows, ceiling_rps: Option<f64>) -> anyhow::Result<OpenLoop> {
+pub fn run(w: &Windows, ceiling_rps: Option<f64>) -> Result<OpenLoop, super::BenchError> {
     let rate = ceiling_rps.map_or(FALLBACK_RATE, |c| (c * OVER_CEILING).max(1000.0));
     let server_rt = super::runtime("bench-server")?;
     let client_rt = crate::base::cpu::named_runtime(crate::base::cpu::LOAD_THREADS)?;

@@ -9,7 +9,7 @@
 //! stricter baseline. It counts connections and requests, so the harness's
 //! connection count can be handed to wrk.
 
-use anyhow::Context;
+use super::error::during;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -76,11 +76,11 @@ pub fn response(
 }
 
 /// Starts answering every request with `reply`; must run inside a tokio runtime.
-pub async fn start(reply: Arc<[u8]>) -> anyhow::Result<FixedServer> {
+pub async fn start(reply: Arc<[u8]>) -> Result<FixedServer, super::BenchError> {
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
-        .context("binding the benchmark endpoint on 127.0.0.1:0")?;
-    let addr = listener.local_addr().context("local address")?;
+        .map_err(during("binding the benchmark endpoint on 127.0.0.1:0"))?;
+    let addr = listener.local_addr().map_err(during("local address"))?;
     let (stop, stopped) = watch::channel(false);
     let stats = Arc::new(Stats::default());
     let st = stats.clone();

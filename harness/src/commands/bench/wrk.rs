@@ -5,7 +5,8 @@
 //! package `wrk`); when it is missing the comparisons that need it say so and
 //! are skipped, never fail. POST bodies go through a small Lua script.
 
-use anyhow::{bail, Context};
+use super::error::during;
+use super::BenchError;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -60,9 +61,11 @@ pub fn run(
     connections: u64,
     duration: Duration,
     post_json: Option<&str>,
-) -> anyhow::Result<Driven> {
+) -> Result<Driven, BenchError> {
     if !url.starts_with("http://127.0.0.1:") {
-        bail!("refusing to send benchmark traffic to {url}: 127.0.0.1 only");
+        return Err(BenchError::Invalid(format!(
+            "refusing to send benchmark traffic to {url}: 127.0.0.1 only"
+        )));
     }
     let threads = connections.clamp(1, 2);
     let secs = duration.as_secs().max(1);
@@ -76,7 +79,7 @@ pub fn run(
         Some(body) => {
             let p = std::env::temp_dir().join(format!("harness-bench-{}.lua", std::process::id()));
             std::fs::write(&p, lua_post(body))
-                .with_context(|| format!("writing {}", p.display()))?;
+                .map_err(during(format!("writing {}", p.display())))?;
             cmd.arg("-s").arg(&p);
             Some(p)
         }
@@ -86,7 +89,7 @@ pub fn run(
     let before = children_cpu();
     let out = cmd
         .output()
-        .with_context(|| format!("running {}", wrk.display()));
+        .map_err(during(format!("running {}", wrk.display())));
     if let Some(p) = script {
         let _ = std::fs::remove_file(p);
     }
@@ -96,15 +99,18 @@ pub fn run(
     let system_s = used.map(|(a, b)| b.system_s - a.system_s);
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
-        bail!(
+        return Err(BenchError::Invalid(format!(
             "wrk exited with {}: {}{}",
             out.status,
             stdout.trim(),
             String::from_utf8_lossy(&out.stderr).trim()
-        );
+        )));
     }
-    let requests_per_sec = parse_requests_per_sec(&stdout)
-        .with_context(|| format!("no \"Requests/sec:\" line in wrk's output:\n{stdout}"))?;
+    let requests_per_sec = parse_requests_per_sec(&stdout).ok_or_else(|| {
+        BenchError::Invalid(format!(
+            "no \"Requests/sec:\" line in wrk's output:\n{stdout}"
+        ))
+    })?;
     Ok(Driven {
         requests_per_sec,
         non_2xx: parse_non_2xx(&stdout),
