@@ -115,19 +115,11 @@ fn check_deployed(exp: &Experiment, args: &RunArgs) -> Result<(), OptionError> {
     let Some(url) = &args.deployed else {
         return Ok(());
     };
-    let loopback = |host: Option<&str>| {
-        host.is_some_and(|h| {
-            h == "localhost"
-                || h.trim_matches(['[', ']'])
-                    .parse::<std::net::IpAddr>()
-                    .is_ok_and(|ip| ip.is_loopback())
-        })
-    };
     let u = reqwest::Url::parse(url).map_err(|error| OptionError::DeployedUrl {
         url: url.clone(),
         error,
     })?;
-    if !loopback(u.host_str()) && !args.allow_remote {
+    if !u.host_str().is_some_and(experiment::loopback_host) && !args.allow_remote {
         return Err(OptionError::DeployedRemote(url.clone()));
     }
     let chosen = exp

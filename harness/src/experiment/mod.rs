@@ -22,7 +22,7 @@ pub use validate::{
     check_virtual_clock, load, load_forms, parse, parse_forms, parse_seeds, seed_at_index,
     ExperimentError, MAX_RATE,
 };
-pub(crate) use validate::{proxy_binary, which};
+pub(crate) use validate::{loopback_host, proxy_binary, which};
 
 use gpu_executor::ExecutorChoice;
 use retry_policy::RetryConfig;

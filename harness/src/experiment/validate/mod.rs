@@ -24,6 +24,7 @@ mod expect;
 mod proxy;
 mod sections;
 pub(crate) use proxy::{binary as proxy_binary, which};
+pub(crate) use sections::loopback_host;
 mod spike;
 mod target_series;
 mod timeline;

@@ -118,16 +118,20 @@ fn target_url(
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(cx.err(&u.referenced, field, "must be an http:// or https:// URL"));
     }
-    let host = parsed.host_str().unwrap_or("");
-    let loopback = host == "localhost"
-        || host
-            .trim_matches(['[', ']'])
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    if !loopback && !allow_remote {
+    if !loopback_host(parsed.host_str().unwrap_or("")) && !allow_remote {
         return Err(cx.err(&u.referenced, field, "is not a loopback address; load tests send traffic to this machine only unless `allow_remote: true` is set"));
     }
     Ok(url)
+}
+
+/// Whether a URL's host is this machine: `localhost` or a loopback address
+/// (`[::1]` with or without its brackets). Load goes nowhere else unless allowed.
+pub(crate) fn loopback_host(host: &str) -> bool {
+    host == "localhost"
+        || host
+            .trim_matches(['[', ']'])
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The images `environment: containers` (or `--environment containers`) runs.
