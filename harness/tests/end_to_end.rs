@@ -157,6 +157,7 @@ async fn no_request_after_the_load_returns() {
                 rounds: 2,
             },
             seed: 1,
+            http: None,
         },
     };
     let outcome = harness::load::drive(plan).await.unwrap();
@@ -246,6 +247,7 @@ async fn arrival_rate_holds_at_2000_per_second() {
                 rounds: 1,
             },
             seed: 1,
+            http: None,
         },
     };
     harness::load::drive(plan).await.unwrap();

@@ -346,7 +346,10 @@ pub async fn start(
             },
             _,
         ) => {
-            check_external_page_function(url, admin_token.as_deref(), &v.system.page).await?;
+            // A generic HTTP workload's target has no page function.
+            if exp.workload.http.is_none() {
+                check_external_page_function(url, admin_token.as_deref(), &v.system.page).await?;
+            }
             let mut target = Target::elsewhere(url.clone(), admin_token.clone());
             target.metrics_url = metrics.clone();
             if exp.needs_components() {

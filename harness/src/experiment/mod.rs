@@ -9,6 +9,7 @@
 
 pub(crate) mod components;
 pub mod faults;
+pub mod http_workload;
 pub mod images;
 pub mod raw;
 pub(crate) mod sampling;
@@ -125,6 +126,8 @@ pub struct Workload {
     /// The finite population arrivals draw from; `None`: every document new.
     pub population: Option<Population>,
     pub max_in_flight: u64,
+    /// Requests to any HTTP service instead of documents (`workload.http`).
+    pub http: Option<std::sync::Arc<http_workload::HttpWorkload>>,
 }
 
 /// A finite population of documents, fixed by the seed (ids, pages, tenants).

@@ -221,7 +221,12 @@ pub struct RawAnalysis {
 pub struct RawWorkload {
     #[schemars(with = "RawArrival")]
     pub arrival: Spanned<RawArrival>,
-    pub documents: RawDocuments,
+    /// This project's documents (its system under test's API).
+    #[serde(default)]
+    pub documents: Option<RawDocuments>,
+    /// Requests to any HTTP service (`experiment/http_workload/`).
+    #[serde(default)]
+    pub http: Option<super::http_workload::raw::RawHttpWorkload>,
     pub client: RawClient,
     /// Journeys in flight at most; arrivals beyond it are late (counted, never dropped silently).
     #[serde(default)]

@@ -41,13 +41,13 @@ pub fn member(seed: u64, k: u64, pages: &PageDistribution, tenants: u32) -> (u64
 }
 
 /// Draws member indexes by the population's popularity.
-struct Draw {
+pub(crate) struct Draw {
     size: u64,
     zipf: Option<rand_distr::Zipf<f64>>,
 }
 
 impl Draw {
-    fn new(p: &Population) -> Draw {
+    pub(crate) fn new(p: &Population) -> Draw {
         let zipf = match p.popularity {
             Popularity::Uniform => None,
             // Validated: size >= 1 and 0 < s <= 10, which Zipf::new accepts.
@@ -57,7 +57,7 @@ impl Draw {
     }
 
     /// A member index in `0..size` (member 0 the most popular under Zipf).
-    fn next(&self, rng: &mut StdRng) -> u64 {
+    pub(crate) fn next(&self, rng: &mut StdRng) -> u64 {
         match &self.zipf {
             Some(z) => (rand::Rng::sample(rng, z) as u64).clamp(1, self.size) - 1,
             None => rng.random_range(0..self.size),

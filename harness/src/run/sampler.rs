@@ -16,7 +16,9 @@ use tokio::time::Instant;
 /// system's counters since the previous scrape. Three failed scrapes in a
 /// row stop the run: the system under test stopped answering.
 pub(super) struct Sampler {
-    pub(super) system: crate::net::system_client::SystemClient,
+    /// What it scrapes; `None`: a target without metrics (a generic HTTP
+    /// workload's), whose rows are the recorder's alone.
+    pub(super) system: Option<crate::net::system_client::SystemClient>,
     pub(super) recorder: Arc<Recorder>,
     pub(super) stop: Arc<StopSignal>,
     pub(super) progress: Progress,
@@ -50,7 +52,12 @@ impl Sampler {
                 _ = done.wait_for(|d| *d) => {},
             }
             let mut row = self.row(t);
-            match crate::observe::scrape::scrape(&self.system).await {
+            let scraped = match &self.system {
+                Some(system) => crate::observe::scrape::scrape(system).await,
+                None => Ok(Scrape::default()),
+            };
+            match scraped {
+                Ok(now) if self.system.is_none() => prev = now,
                 Ok(now) => {
                     failures = 0;
                     crate::observe::scrape::fill_second(&mut row, &now, &prev);

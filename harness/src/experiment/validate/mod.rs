@@ -19,6 +19,7 @@ pub use campaign::{parse_seeds, seed_at_index};
 pub const MAX_RATE: f64 = 100_000.0;
 mod client;
 mod clock;
+mod http_workload;
 pub use clock::check_virtual_clock;
 mod expect;
 mod proxy;
@@ -157,6 +158,9 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
         &environment,
         &analysis,
     )?;
+    if let Some(h) = &raw.workload.http {
+        http_workload::fits(&cx, h, &form.timeline, &environment, &variants)?;
+    }
     let alerts = alerts::alerts(&cx, &raw)?;
     let target_series = target_series::target_series(&cx, &raw, &environment)?;
     let expectations = expect::expectations(

@@ -317,8 +317,62 @@ pub(super) fn workload(
     duration: Duration,
 ) -> Result<(Workload, Vec<super::spike::Implied>), ExperimentError> {
     let (arrival, implied) = arrival(cx, w, duration)?;
-    let pages = w.documents.pages.value;
-    let pat = &w.documents.pages.referenced;
+    let (pages, tenants, population, http) = match (&w.documents, &w.http) {
+        (Some(d), None) => {
+            let (pages, tenants, population) = documents(cx, d)?;
+            (pages, tenants, population, None)
+        }
+        // A request is one page to the load path: its class, key and body
+        // are drawn when it is sent (`load/journey/http.rs`).
+        (None, Some(h)) => {
+            let (http, tenants) = super::http_workload::http_workload(cx, h)?;
+            let one = PageDistribution::Fixed(1);
+            (one, tenants, None, Some(std::sync::Arc::new(http)))
+        }
+        (Some(_), Some(h)) => {
+            return Err(cx.err(
+                &h.classes.referenced,
+                "workload.http",
+                "give `documents` (this project's system under test) or `http` (any HTTP service), not both",
+            ))
+        }
+        (None, None) => {
+            return Err(cx.err(
+                &w.arrival.referenced,
+                "workload",
+                "needs `documents` (this project's system under test) or `http` (requests to any HTTP service)",
+            ))
+        }
+    };
+    let max_in_flight = match &w.max_in_flight {
+        Some(m) if m.value == 0 || m.value > 15_000 => {
+            return Err(cx.err(
+                &m.referenced,
+                "workload.max_in_flight",
+                "must be in 1..=15000 (each in-flight journey may hold a socket)",
+            ))
+        }
+        Some(m) => m.value,
+        None => 5_000,
+    };
+    let workload = Workload {
+        arrival,
+        pages,
+        tenants,
+        population,
+        max_in_flight,
+        http,
+    };
+    Ok((workload, implied))
+}
+
+/// `workload.documents`: pages, tenants and the population.
+fn documents(
+    cx: &Ctx,
+    d: &RawDocuments,
+) -> Result<(PageDistribution, u32, Option<Population>), ExperimentError> {
+    let pages = d.pages.value;
+    let pat = &d.pages.referenced;
     match pages {
         PageDistribution::Fixed(0) => {
             return Err(cx.err(pat, "workload.documents.pages.fixed", "must be >= 1"))
@@ -341,55 +395,57 @@ pub(super) fn workload(
         }
         _ => {}
     }
-    if w.documents.tenants.value == 0 || w.documents.tenants.value > 1000 {
+    if d.tenants.value == 0 || d.tenants.value > 1000 {
         return Err(cx.err(
-            &w.documents.tenants.referenced,
+            &d.tenants.referenced,
             "workload.documents.tenants",
             "must be in 1..=1000",
         ));
     }
-    let population = match &w.documents.population {
+    let population = match &d.population {
         None => None,
-        Some(p) => {
-            let at = &p.referenced;
-            let field = "workload.documents.population";
-            if p.value.size == 0 || p.value.size > 10_000_000 {
-                return Err(cx.err(at, format!("{field}.size"), "must be in 1..=10000000"));
-            }
-            if let Popularity::Zipf { s } = p.value.popularity {
-                if !(s > 0.0 && s.is_finite() && s <= 10.0) {
-                    return Err(cx.err(
-                        at,
-                        format!("{field}.popularity.zipf.s"),
-                        "must be in (0, 10]: the exponent of the Zipf law",
-                    ));
-                }
-            }
-            Some(Population {
-                size: p.value.size,
-                popularity: p.value.popularity,
-            })
-        }
+        Some(p) => Some(population(
+            cx,
+            &p.referenced,
+            "workload.documents.population",
+            &p.value,
+        )?),
     };
-    let max_in_flight = match &w.max_in_flight {
-        Some(m) if m.value == 0 || m.value > 15_000 => {
+    Ok((pages, d.tenants.value, population))
+}
+
+/// A finite population (`size`, `popularity`) checked.
+pub(super) fn population(
+    cx: &Ctx,
+    at: &Location,
+    field: &str,
+    p: &RawPopulation,
+) -> Result<Population, ExperimentError> {
+    if p.size == 0 || p.size > 10_000_000 {
+        return Err(cx.err(at, format!("{field}.size"), "must be in 1..=10000000"));
+    }
+    if let Popularity::Zipf { s } = p.popularity {
+        if !(s > 0.0 && s.is_finite() && s <= 10.0) {
             return Err(cx.err(
-                &m.referenced,
-                "workload.max_in_flight",
-                "must be in 1..=15000 (each in-flight journey may hold a socket)",
-            ))
+                at,
+                format!("{field}.popularity.zipf.s"),
+                "must be in (0, 10]: the exponent of the Zipf law",
+            ));
         }
-        Some(m) => m.value,
-        None => 5_000,
-    };
-    let workload = Workload {
-        arrival,
-        pages,
-        tenants: w.documents.tenants.value,
-        population,
-        max_in_flight,
-    };
-    Ok((workload, implied))
+    }
+    Ok(Population {
+        size: p.size,
+        popularity: p.popularity,
+    })
+}
+
+/// The tenants as written: the documents' or the requests' (default 1).
+pub(super) fn raw_tenants(w: &RawWorkload) -> u32 {
+    match (&w.documents, &w.http) {
+        (Some(d), _) => d.tenants.value.max(1),
+        (None, Some(h)) => h.tenants.as_ref().map_or(1, |t| t.value.max(1)),
+        (None, None) => 1,
+    }
 }
 
 /// Every variant: the base system with the variant's overrides merged key by
@@ -405,7 +461,7 @@ pub(super) fn variants(
         cx,
         &raw.workload.client,
         "workload.client",
-        raw.workload.documents.tenants.value.max(1),
+        raw_tenants(&raw.workload),
     )?;
     // Base system: validated on its own first (its errors are the clearest).
     let sys_loc = raw

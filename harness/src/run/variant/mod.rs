@@ -174,14 +174,30 @@ impl<'a> VariantDrive<'a> {
         if let Some(m) = &self.monitor {
             m.attach(running.recorder.clone());
         }
-        let baseline = crate::observe::scrape::scrape(&self.system)
-            .await
-            .map_err(|error| RunError::NoMetrics {
-                base: self.base.clone(),
-                error,
-            })?;
-        let unmeasured = unmeasured(&crate::observe::scrape::missing(&baseline), &self.v.name);
-        let watchers = self.start_watchers(entries, admin, &running, baseline);
+        let (baseline, scraped) = match crate::observe::scrape::scrape(&self.system).await {
+            Ok(s) => (s, true),
+            // A service of the user's own need not export metrics: the
+            // verdict stands on what its clients saw.
+            Err(error) if self.exp.workload.http.is_some() => {
+                eprintln!(
+                    "NOTE ({}): the target's metrics ({}) gave no Prometheus text ({error}); the verdict stands on what the clients saw",
+                    self.v.name, self.base
+                );
+                (crate::observe::scrape::Scrape::default(), false)
+            }
+            Err(error) => {
+                return Err(RunError::NoMetrics {
+                    base: self.base.clone(),
+                    error,
+                })
+            }
+        };
+        let missing = crate::observe::scrape::missing(&baseline);
+        let unmeasured = match &self.exp.workload.http {
+            Some(_) => not_applicable(&missing),
+            None => unmeasured(&missing, &self.v.name),
+        };
+        let watchers = self.start_watchers(entries, admin, &running, (baseline, scraped));
         let driven = self.drive(&running).await;
         let collected = self
             .teardown(watchers, driven, &running, unmeasured)
@@ -237,7 +253,7 @@ impl<'a> VariantDrive<'a> {
         entries: Vec<TimelineEntry>,
         admin: Option<AdminApi>,
         r: &Running,
-        baseline: Scrape,
+        (baseline, scraped): (Scrape, bool),
     ) -> Watchers {
         let (done, done_rx) = watch::channel(false);
         let start = r.clock.start;
@@ -261,7 +277,7 @@ impl<'a> VariantDrive<'a> {
             ))
         };
         let sampler = Sampler {
-            system: self.system.clone(),
+            system: scraped.then(|| self.system.clone()),
             recorder: r.recorder.clone(),
             stop: self.stop.clone(),
             progress: r.progress.clone(),
@@ -500,6 +516,22 @@ async fn drive_on_own_runtime(
 
 /// Says loudly which series the target lacks and which report figures they
 /// blank; returns those figures with why (they read "n/a", never 0).
+/// A generic HTTP workload's report figures that only this project's
+/// system has (pages, de-duplication, the GPU, its cache and gateway):
+/// not applicable, said once in the report rather than shown as zeros.
+fn not_applicable(
+    missing: &[(&'static str, &'static [run_report::Metric])],
+) -> BTreeMap<run_report::Metric, String> {
+    missing
+        .iter()
+        .flat_map(|(series, feeds)| feeds.iter().map(move |f| (*f, *series)))
+        .map(|(f, series)| {
+            let why = format!("not applicable: the service does not export {series} (pages, de-duplication and the GPU are this project's system's)");
+            (f, why)
+        })
+        .collect()
+}
+
 fn unmeasured(
     missing: &[(&'static str, &'static [run_report::Metric])],
     variant: &str,
