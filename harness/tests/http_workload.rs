@@ -135,7 +135,7 @@ fn a_service_that_is_not_ours_is_driven_checked_and_judged() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("no Prometheus text"),
+        stderr.contains("no target.metrics"),
         "the missing /metrics is said: {stderr}"
     );
     let run: run_report::RunData =

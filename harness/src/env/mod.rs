@@ -120,6 +120,11 @@ impl Target {
         }
     }
 
+    /// The target's own metrics URL (`target.metrics`), when given.
+    pub(crate) fn metrics_url(&self) -> Option<&str> {
+        self.metrics_url.as_deref()
+    }
+
     /// What applies generic faults to this target's components.
     pub(crate) fn faults(&self) -> Option<Arc<crate::env::faults::Injector>> {
         self.faults.clone()

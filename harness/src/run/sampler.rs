@@ -28,6 +28,8 @@ pub(super) struct Sampler {
     /// With agents a second's events may still be on their way: rows are
     /// read without folding, and folded once every agent is done.
     pub(super) agents: bool,
+    /// Whether three failed scrapes in a row stop the run.
+    pub(super) stop_on_silence: bool,
     pub(super) start: Instant,
     pub(super) total_secs: usize,
 }
@@ -66,7 +68,7 @@ impl Sampler {
                 Err(e) => {
                     failures += 1;
                     tracing::warn!("scrape at {t}s failed: {e}");
-                    if failures >= 3 {
+                    if failures >= 3 && self.stop_on_silence {
                         self.stop.trigger(&format!(
                             "the system under test stopped answering /metrics: {e}"
                         ));

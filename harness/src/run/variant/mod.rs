@@ -174,24 +174,7 @@ impl<'a> VariantDrive<'a> {
         if let Some(m) = &self.monitor {
             m.attach(running.recorder.clone());
         }
-        let (baseline, scraped) = match crate::observe::scrape::scrape(&self.system).await {
-            Ok(s) => (s, true),
-            // A service of the user's own need not export metrics: the
-            // verdict stands on what its clients saw.
-            Err(error) if self.exp.workload.http.is_some() => {
-                eprintln!(
-                    "NOTE ({}): the target's metrics ({}) gave no Prometheus text ({error}); the verdict stands on what the clients saw",
-                    self.v.name, self.base
-                );
-                (crate::observe::scrape::Scrape::default(), false)
-            }
-            Err(error) => {
-                return Err(RunError::NoMetrics {
-                    base: self.base.clone(),
-                    error,
-                })
-            }
-        };
+        let (baseline, scraped) = self.baseline_scrape().await?;
         let missing = crate::observe::scrape::missing(&baseline);
         let unmeasured = match &self.exp.workload.http {
             Some(_) => not_applicable(&missing),
@@ -203,6 +186,35 @@ impl<'a> VariantDrive<'a> {
             .teardown(watchers, driven, &running, unmeasured)
             .await?;
         Ok(self.assemble(collected, &running.recorder))
+    }
+
+    /// The system's counters before the load, and whether the sampler
+    /// reads them. A service of the user's own (`workload.http`) is read
+    /// only at its `target.metrics`, if given: its `/metrics` may be any
+    /// page of its own, and the verdict stands on what its clients saw.
+    async fn baseline_scrape(&self) -> Result<(Scrape, bool), RunError> {
+        let generic = self.exp.workload.http.is_some();
+        if generic && self.target.metrics_url().is_none() {
+            eprintln!(
+                "NOTE ({}): no target.metrics: the service's own metrics are not read; the verdict stands on what the clients saw",
+                self.v.name
+            );
+            return Ok((Scrape::default(), false));
+        }
+        match crate::observe::scrape::scrape(&self.system).await {
+            Ok(s) => Ok((s, true)),
+            Err(error) if generic => {
+                eprintln!(
+                    "NOTE ({}): the service's metrics gave no Prometheus text ({error}); the verdict stands on what the clients saw",
+                    self.v.name
+                );
+                Ok((Scrape::default(), false))
+            }
+            Err(error) => Err(RunError::NoMetrics {
+                base: self.base.clone(),
+                error,
+            }),
+        }
     }
 
     /// The variant's timeline entries after the initial actions (at 0 s,
@@ -284,6 +296,9 @@ impl<'a> VariantDrive<'a> {
             offered: crate::load::spike::Offered::new(self.exp, self.capacity.docs_per_sec),
             duration: self.exp.duration,
             agents: self.coordinator.is_some(),
+            // A user's service may be too overloaded to answer its metrics;
+            // its clients, not its metrics, say whether it is alive.
+            stop_on_silence: self.exp.workload.http.is_none(),
             start,
             total_secs: r.clock.total_secs,
         };
