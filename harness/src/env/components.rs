@@ -74,10 +74,11 @@ pub enum ComponentError {
         tail: String,
     },
     /// The component did not listen in time (`on`: " on ADDR" or "").
-    #[error("{name} did not listen{on} within {startup:?}; its log {}:\n{tail}", .log.display(), startup = STARTUP)]
+    #[error("{name} did not listen{on} within {startup:?}; its log {}:\n{tail}", .log.display())]
     Late {
         name: String,
         on: String,
+        startup: Duration,
         log: PathBuf,
         tail: String,
     },
@@ -131,19 +132,48 @@ pub fn sweep_leftover_dirs() -> usize {
 }
 
 /// How a component says it is ready, and where it listens.
-#[derive(Clone, Copy)]
-enum Ready {
+#[derive(Clone)]
+pub(crate) enum Ready {
     /// A `sut` process: given `--listen ADDR`, it logs where it listens.
     Logged,
     /// A proxy whose configuration names its address: ready once it accepts.
     Accepts,
+    /// A user's process (`processes.rs`): ready once it accepts on its
+    /// address, and with `http` once a GET of that path answers below 500,
+    /// within `timeout`.
+    Probe {
+        http: Option<String>,
+        timeout: Duration,
+    },
+}
+
+/// What starts a component: its program and arguments (a `sut` process's
+/// without `--listen`) and, for a user's process, its environment, folder
+/// and tag.
+#[derive(Clone, Default)]
+pub(crate) struct Launch {
+    pub(crate) program: PathBuf,
+    pub(crate) args: Vec<String>,
+    pub(crate) env: Vec<(String, String)>,
+    pub(crate) cwd: Option<PathBuf>,
+    /// A process group of its own, and `procfs::TAG_VAR=tag` in its
+    /// environment: it and everything it starts (gunicorn's workers) are
+    /// killed together, and found by the ledger after a SIGKILL.
+    pub(crate) tag: Option<String>,
+}
+
+/// A component that exited by itself while the variant ran.
+#[derive(Debug, Clone)]
+pub(crate) struct Exited {
+    pub(crate) name: String,
+    pub(crate) status: String,
+    pub(crate) log: PathBuf,
+    pub(crate) tail: String,
 }
 
 /// One running (or killed) component.
 struct Proc {
-    program: PathBuf,
-    /// Arguments (a `sut` process's without `--listen`).
-    args: Vec<String>,
+    launch: Launch,
     addr: SocketAddr,
     ready: Ready,
     child: Option<tokio::process::Child>,
@@ -186,7 +216,12 @@ impl ProcessSet {
         args: Vec<String>,
     ) -> Result<SocketAddr, ComponentError> {
         let listen: SocketAddr = "127.0.0.1:0".parse().expect("an address");
-        self.start(name, program, args, listen, Ready::Logged).await
+        let launch = Launch {
+            program: program.to_path_buf(),
+            args,
+            ..Launch::default()
+        };
+        self.start(name, launch, listen, Ready::Logged).await
     }
 
     /// Starts component `name` (`program args`), whose configuration makes
@@ -198,24 +233,39 @@ impl ProcessSet {
         args: Vec<String>,
         addr: SocketAddr,
     ) -> Result<SocketAddr, ComponentError> {
-        self.start(name, program, args, addr, Ready::Accepts).await
+        let launch = Launch {
+            program: program.to_path_buf(),
+            args,
+            ..Launch::default()
+        };
+        self.start(name, launch, addr, Ready::Accepts).await
+    }
+
+    /// Starts a user's process `name` as `launch` says, which listens on
+    /// `addr` (its command was given the port), and waits until `ready`.
+    pub(crate) async fn start_user(
+        &self,
+        name: &str,
+        launch: Launch,
+        addr: SocketAddr,
+        ready: Ready,
+    ) -> Result<SocketAddr, ComponentError> {
+        self.start(name, launch, addr, ready).await
     }
 
     async fn start(
         &self,
         name: &str,
-        program: &Path,
-        args: Vec<String>,
+        launch: Launch,
         listen: SocketAddr,
         ready: Ready,
     ) -> Result<SocketAddr, ComponentError> {
-        let (child, addr) = self.spawn(name, program, &args, listen, ready).await?;
-        let ledger_ids = self.record(name, &child)?;
+        let (child, addr) = self.spawn(name, &launch, listen, &ready).await?;
+        let ledger_ids = self.record(name, &child, launch.tag.as_deref())?;
         self.procs.lock().await.insert(
             name.to_string(),
             Proc {
-                program: program.to_path_buf(),
-                args,
+                launch,
                 addr,
                 ready,
                 child: Some(child),
@@ -225,16 +275,24 @@ impl ProcessSet {
         Ok(addr)
     }
 
-    /// Records the component's process and its children in the ledger.
+    /// Records the component's process and its children in the ledger
+    /// (and a user's process's tag).
     fn record(
         &self,
         name: &str,
         child: &tokio::process::Child,
+        tag: Option<&str>,
     ) -> Result<Vec<u64>, ComponentError> {
         let Some(pid) = child.id() else {
             return Ok(Vec::new());
         };
         let mut ids = Vec::new();
+        if let Some(tag) = tag {
+            ids.push(self.ledger.add(Record::Tagged {
+                tag: tag.to_string(),
+                name: name.to_string(),
+            })?);
+        }
         for p in std::iter::once(pid).chain(descendants(pid)) {
             ids.push(self.ledger.add(Record::Process {
                 pid: p,
@@ -258,11 +316,11 @@ impl ProcessSet {
     async fn spawn(
         &self,
         name: &str,
-        program: &Path,
-        args: &[String],
+        launch: &Launch,
         listen: SocketAddr,
-        ready: Ready,
+        ready: &Ready,
     ) -> Result<(tokio::process::Child, SocketAddr), ComponentError> {
+        let program = launch.program.as_path();
         let log_path = self.log_path(name);
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -274,9 +332,16 @@ impl ProcessSet {
             })?;
         let offset = log.metadata().map(|m| m.len()).unwrap_or(0);
         let mut cmd = tokio::process::Command::new(program);
-        cmd.args(args);
+        cmd.args(&launch.args);
         if let Ready::Logged = ready {
             cmd.arg("--listen").arg(listen.to_string());
+        }
+        cmd.envs(launch.env.iter().map(|(k, v)| (k, v)));
+        if let Some(dir) = &launch.cwd {
+            cmd.current_dir(dir);
+        }
+        if let Some(tag) = &launch.tag {
+            cmd.env(crate::env::procfs::TAG_VAR, tag).process_group(0);
         }
         cmd.stdin(std::process::Stdio::null())
             .stdout(log.try_clone().map_err(ComponentError::LogFile)?)
@@ -289,10 +354,22 @@ impl ProcessSet {
             error,
         })?;
         let addr = match ready {
-            Ready::Logged => wait_listening(&mut child, &log_path, offset, name).await?,
-            Ready::Accepts => wait_accepting(&mut child, &log_path, listen, name).await?,
+            Ready::Logged => wait_listening(&mut child, &log_path, offset, name).await,
+            Ready::Accepts => wait_accepting(&mut child, &log_path, listen, name, None).await,
+            Ready::Probe { http, timeout } => {
+                let probe = Some((http.as_deref(), *timeout));
+                wait_accepting(&mut child, &log_path, listen, name, probe).await
+            }
         };
-        Ok((child, addr))
+        match addr {
+            Ok(addr) => Ok((child, addr)),
+            Err(e) => {
+                // Not ready: nothing of it may outlive the error.
+                kill_tree(&mut child, launch.tag.is_some());
+                let _ = child.kill().await;
+                Err(e)
+            }
+        }
     }
 
     /// The address component `name` listens on.
@@ -317,10 +394,7 @@ impl ProcessSet {
         let mut child = p.child.take().ok_or(ComponentError::AlreadyKilled)?;
         let pid = child.id().unwrap_or(0);
         // Its own children too (nginx's workers outlive a killed master).
-        for d in descendants(pid) {
-            // SAFETY: kill(2) on a descendant of our own child.
-            unsafe { libc::kill(d as i32, libc::SIGKILL) };
-        }
+        kill_tree(&mut child, p.launch.tag.is_some());
         child.kill().await.map_err(|error| ComponentError::Kill {
             name: name.to_string(),
             error,
@@ -336,10 +410,8 @@ impl ProcessSet {
         if p.child.is_some() {
             return Err(ComponentError::Running(name.to_string()));
         }
-        let (child, _) = self
-            .spawn(name, &p.program, &p.args, p.addr, p.ready)
-            .await?;
-        p.ledger_ids = self.record(name, &child)?;
+        let (child, _) = self.spawn(name, &p.launch, p.addr, &p.ready).await?;
+        p.ledger_ids = self.record(name, &child, p.launch.tag.as_deref())?;
         let pid = child.id().unwrap_or(0);
         p.child = Some(child);
         Ok(pid)
@@ -350,19 +422,57 @@ impl ProcessSet {
         let mut procs = self.procs.lock().await;
         for p in procs.values_mut() {
             if let Some(pid) = p.child.as_ref().and_then(|c| c.id()) {
-                // SAFETY: kill(2) on our own child, not yet reaped.
-                unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+                // SAFETY: kill(2) on our own child, not yet reaped (with a
+                // group of its own: the group, its workers too).
+                unsafe {
+                    match p.launch.tag {
+                        Some(_) => libc::killpg(pid as i32, libc::SIGTERM),
+                        None => libc::kill(pid as i32, libc::SIGTERM),
+                    }
+                };
             }
         }
         for p in procs.values_mut() {
             if let Some(mut c) = p.child.take() {
                 if tokio::time::timeout(grace, c.wait()).await.is_err() {
-                    kill_tree(&mut c);
+                    kill_tree(&mut c, p.launch.tag.is_some());
                     let _ = c.kill().await;
                 }
             }
+            if let Some(tag) = &p.launch.tag {
+                kill_tagged(tag);
+            }
             self.forget(&mut p.ledger_ids);
         }
+    }
+
+    /// The components that exited by themselves since the last call
+    /// (reaped, their ledger records forgotten); a killed one is not.
+    pub(crate) async fn exited(&self) -> Vec<Exited> {
+        let mut out = Vec::new();
+        let mut procs = self.procs.lock().await;
+        for (name, p) in procs.iter_mut() {
+            let Some(c) = p.child.as_mut() else { continue };
+            let Ok(Some(status)) = c.try_wait() else {
+                continue;
+            };
+            p.child = None;
+            if let Some(tag) = &p.launch.tag {
+                kill_tagged(tag);
+            }
+            let log = self.log_path(name);
+            let text =
+                String::from_utf8_lossy(&std::fs::read(&log).unwrap_or_default()).into_owned();
+            out.push(Exited {
+                name: name.clone(),
+                status: status.to_string(),
+                tail: tail(&text),
+                log,
+            });
+            let mut ids = std::mem::take(&mut p.ledger_ids);
+            self.forget(&mut ids);
+        }
+        out
     }
 }
 
@@ -373,7 +483,10 @@ impl Drop for ProcessSet {
         if let Ok(mut procs) = self.procs.try_lock() {
             for p in procs.values_mut() {
                 if let Some(c) = p.child.as_mut() {
-                    kill_tree(c);
+                    kill_tree(c, p.launch.tag.is_some());
+                }
+                if let Some(tag) = &p.launch.tag {
+                    kill_tagged(tag);
                 }
                 for id in p.ledger_ids.drain(..) {
                     self.ledger.remove(id);
@@ -383,13 +496,27 @@ impl Drop for ProcessSet {
     }
 }
 
-/// SIGKILLs the descendants of `child` (its own kill follows).
-fn kill_tree(child: &mut tokio::process::Child) {
+/// SIGKILLs the descendants of `child` and, when it leads a process
+/// group of its own (`group`), that group (its own kill follows).
+fn kill_tree(child: &mut tokio::process::Child, group: bool) {
     if let Some(pid) = child.id() {
         for d in descendants(pid) {
             // SAFETY: kill(2) on a descendant of our own child.
             unsafe { libc::kill(d as i32, libc::SIGKILL) };
         }
+        if group {
+            // SAFETY: killpg(2) on the group our own unreaped child leads.
+            unsafe { libc::killpg(pid as i32, libc::SIGKILL) };
+        }
+    }
+}
+
+/// SIGKILLs every process still carrying a user's process's `tag` (one
+/// that left its group: a daemon, a worker of a killed master).
+fn kill_tagged(tag: &str) {
+    for p in crate::env::procfs::tagged(tag) {
+        // SAFETY: kill(2) on a process carrying this harness's own tag.
+        unsafe { libc::kill(p as i32, libc::SIGKILL) };
     }
 }
 
@@ -438,6 +565,7 @@ async fn wait_listening(
             return Err(ComponentError::Late {
                 name: name.to_string(),
                 on: String::new(),
+                startup: STARTUP,
                 log: log.to_path_buf(),
                 tail: tail(&text),
             });
@@ -446,17 +574,25 @@ async fn wait_listening(
     }
 }
 
-/// Waits until something accepts connections on `addr`.
+/// Waits until something accepts connections on `addr` and, with a
+/// `probe` (an HTTP path, and the time allowed instead of [`STARTUP`]),
+/// answers a GET of the path below 500.
 async fn wait_accepting(
     child: &mut tokio::process::Child,
     log: &Path,
     addr: SocketAddr,
     name: &str,
+    probe: Option<(Option<&str>, Duration)>,
 ) -> Result<SocketAddr, ComponentError> {
-    let deadline = Instant::now() + STARTUP;
+    let startup = probe.map(|(_, t)| t).unwrap_or(STARTUP);
+    let deadline = Instant::now() + startup;
     loop {
         if tokio::net::TcpStream::connect(addr).await.is_ok() {
-            return Ok(addr);
+            match probe.and_then(|(path, _)| path) {
+                None => return Ok(addr),
+                Some(path) if http_ready(addr, path).await => return Ok(addr),
+                Some(_) => {}
+            }
         }
         let text = || String::from_utf8_lossy(&std::fs::read(log).unwrap_or_default()).into_owned();
         if let Some(status) = child.try_wait().map_err(ComponentError::Io)? {
@@ -472,12 +608,21 @@ async fn wait_accepting(
             return Err(ComponentError::Late {
                 name: name.to_string(),
                 on: format!(" on {addr}"),
+                startup,
                 log: log.to_path_buf(),
                 tail: tail(&text()),
             });
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Whether a GET of `path` on `addr` answers below 500 (within a second).
+async fn http_ready(addr: SocketAddr, path: &str) -> bool {
+    let client = reqwest::Client::new();
+    let url = format!("http://{addr}{path}");
+    let answer = client.get(url).timeout(Duration::from_secs(1)).send().await;
+    answer.is_ok_and(|r| r.status().as_u16() < 500)
 }
 
 /// A free loopback port (bound, read, released), for a proxy's listen or

@@ -26,6 +26,10 @@ pub(crate) enum Record {
     Cgroup(Placement),
     /// A component process the harness started (killed if left running).
     Process { pid: u32, start: u64, name: String },
+    /// A user's process (`environment: processes`) and everything it
+    /// started, marked `HARNESS_PROCESS=tag` in their environment: each
+    /// killed if left running (`procfs::tagged`).
+    Tagged { tag: String, name: String },
     /// A container paused (`docker pause`).
     DockerPaused { id: String, name: String },
     /// A container given a CPU limit (`docker update --cpus`).
@@ -59,6 +63,17 @@ impl Record {
                 // SAFETY: kill(2) with a pid checked to be ours (same start time).
                 unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
                 Ok(format!("killed {name} (process {pid}), left running"))
+            }
+            Record::Tagged { tag, name } => {
+                let left = super::procfs::tagged(tag);
+                for p in &left {
+                    // SAFETY: kill(2) on a process carrying this harness's own tag.
+                    unsafe { libc::kill(*p as i32, libc::SIGKILL) };
+                }
+                Ok(match left.len() {
+                    0 => format!("{name}: no process left"),
+                    n => format!("killed {name}: {n} process(es) left running ({left:?})"),
+                })
             }
             Record::DockerPaused { id, name } => {
                 Ok(match unless_gone("unpause", id, docker::unpause(id))? {
@@ -212,7 +227,7 @@ pub fn undo_own() -> Vec<String> {
         return Vec::new();
     };
     let mut records: Vec<&Record> = file.records.iter().map(|(_, r)| r).collect();
-    records.sort_by_key(|r| matches!(r, Record::Process { .. }));
+    records.sort_by_key(|r| matches!(r, Record::Process { .. } | Record::Tagged { .. }));
     let lines = records
         .into_iter()
         .map(|r| {
@@ -250,7 +265,7 @@ pub fn recover() -> Vec<String> {
         // Cgroups first: a killed harness's frozen child dies once thawed,
         // then any component process still running is killed.
         let mut records: Vec<&Record> = file.records.iter().map(|(_, r)| r).collect();
-        records.sort_by_key(|r| matches!(r, Record::Process { .. }));
+        records.sort_by_key(|r| matches!(r, Record::Process { .. } | Record::Tagged { .. }));
         let mut failed = false;
         for r in records {
             match r.undo() {

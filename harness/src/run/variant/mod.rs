@@ -174,6 +174,28 @@ impl<'a> VariantDrive<'a> {
         if let Some(m) = &self.monitor {
             m.attach(running.recorder.clone());
         }
+        let (baseline, unmeasured) = self.baseline().await?;
+        let watchers = self.start_watchers(entries, admin, &running, baseline);
+        let driven = self.drive(&running).await;
+        let collected = self
+            .teardown(watchers, driven, &running, unmeasured)
+            .await?;
+        Ok(self.assemble(collected, &running.recorder))
+    }
+
+    /// The first scrape, and the report figures it cannot feed; a target
+    /// without metrics (`Target::has_metrics`) is not scraped, and its
+    /// absence was said once when it started.
+    async fn baseline(&self) -> Result<(Scrape, BTreeMap<run_report::Metric, String>), RunError> {
+        if !self.target.has_metrics() {
+            let missing = crate::observe::scrape::missing(&Scrape::default());
+            let why = "the service has no metrics (`target.metrics` not set)";
+            let blanks = missing.iter().flat_map(|(_, feeds)| feeds.iter());
+            return Ok((
+                Scrape::default(),
+                blanks.map(|m| (*m, why.to_string())).collect(),
+            ));
+        }
         let baseline = crate::observe::scrape::scrape(&self.system)
             .await
             .map_err(|error| RunError::NoMetrics {
@@ -181,12 +203,7 @@ impl<'a> VariantDrive<'a> {
                 error,
             })?;
         let unmeasured = unmeasured(&crate::observe::scrape::missing(&baseline), &self.v.name);
-        let watchers = self.start_watchers(entries, admin, &running, baseline);
-        let driven = self.drive(&running).await;
-        let collected = self
-            .teardown(watchers, driven, &running, unmeasured)
-            .await?;
-        Ok(self.assemble(collected, &running.recorder))
+        Ok((baseline, unmeasured))
     }
 
     /// The variant's timeline entries after the initial actions (at 0 s,
@@ -268,6 +285,7 @@ impl<'a> VariantDrive<'a> {
             offered: crate::load::spike::Offered::new(self.exp, self.capacity.docs_per_sec),
             duration: self.exp.duration,
             agents: self.coordinator.is_some(),
+            scrape: self.target.has_metrics(),
             start,
             total_secs: r.clock.total_secs,
         };
@@ -451,7 +469,10 @@ impl<'a> VariantDrive<'a> {
             tenant_latency: recorder.tenant_latency(),
             tenant_traffic: recorder.tenant_traffic(),
             oversized_tenants: workload::oversized_tenants(&self.exp.timeline),
-            integrity: recorder.integrity(),
+            integrity: run_report::Integrity {
+                processes_exited: self.target.exited_processes(),
+                ..recorder.integrity()
+            },
             triggers: c.triggers,
             load_end_s: Some(self.exp.duration.as_secs_f64()),
             interrupted: self.stop.is_set(),
