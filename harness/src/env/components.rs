@@ -20,12 +20,15 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::Mutex;
 
 use crate::base::causes::Causes;
 use crate::env::ledger::{Ledger, Record};
 use crate::env::procfs::{descendants, process_start};
+
+mod ready;
+use ready::{tail, wait_accepting, wait_listening};
 
 /// Why a component process could not be started, killed or restarted.
 #[derive(Debug, thiserror::Error)]
@@ -534,105 +537,9 @@ pub(crate) fn die_with_parent(cmd: &mut tokio::process::Command) {
     }
 }
 
-/// Waits for `sut: listening on http://ADDR` in the log after `offset`.
-async fn wait_listening(
-    child: &mut tokio::process::Child,
-    log: &Path,
-    offset: u64,
-    name: &str,
-) -> Result<SocketAddr, ComponentError> {
-    let deadline = Instant::now() + STARTUP;
-    loop {
-        let text = std::fs::read(log).unwrap_or_default();
-        let text = String::from_utf8_lossy(&text[(offset as usize).min(text.len())..]).into_owned();
-        if let Some(addr) = text
-            .lines()
-            .find_map(|l| l.split_once("listening on http://").map(|(_, a)| a.trim()))
-            .and_then(|a| a.parse().ok())
-        {
-            return Ok(addr);
-        }
-        if let Some(status) = child.try_wait().map_err(ComponentError::Io)? {
-            return Err(ComponentError::Exited {
-                name: name.to_string(),
-                status,
-                on: String::new(),
-                log: log.to_path_buf(),
-                tail: tail(&text),
-            });
-        }
-        if Instant::now() > deadline {
-            return Err(ComponentError::Late {
-                name: name.to_string(),
-                on: String::new(),
-                startup: STARTUP,
-                log: log.to_path_buf(),
-                tail: tail(&text),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// Waits until something accepts connections on `addr` and, with a
-/// `probe` (an HTTP path, and the time allowed instead of [`STARTUP`]),
-/// answers a GET of the path below 500.
-async fn wait_accepting(
-    child: &mut tokio::process::Child,
-    log: &Path,
-    addr: SocketAddr,
-    name: &str,
-    probe: Option<(Option<&str>, Duration)>,
-) -> Result<SocketAddr, ComponentError> {
-    let startup = probe.map(|(_, t)| t).unwrap_or(STARTUP);
-    let deadline = Instant::now() + startup;
-    loop {
-        if tokio::net::TcpStream::connect(addr).await.is_ok() {
-            match probe.and_then(|(path, _)| path) {
-                None => return Ok(addr),
-                Some(path) if http_ready(addr, path).await => return Ok(addr),
-                Some(_) => {}
-            }
-        }
-        let text = || String::from_utf8_lossy(&std::fs::read(log).unwrap_or_default()).into_owned();
-        if let Some(status) = child.try_wait().map_err(ComponentError::Io)? {
-            return Err(ComponentError::Exited {
-                name: name.to_string(),
-                status,
-                on: format!(" on {addr}"),
-                log: log.to_path_buf(),
-                tail: tail(&text()),
-            });
-        }
-        if Instant::now() > deadline {
-            return Err(ComponentError::Late {
-                name: name.to_string(),
-                on: format!(" on {addr}"),
-                startup,
-                log: log.to_path_buf(),
-                tail: tail(&text()),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// Whether a GET of `path` on `addr` answers below 500 (within a second).
-async fn http_ready(addr: SocketAddr, path: &str) -> bool {
-    let client = reqwest::Client::new();
-    let url = format!("http://{addr}{path}");
-    let answer = client.get(url).timeout(Duration::from_secs(1)).send().await;
-    answer.is_ok_and(|r| r.status().as_u16() < 500)
-}
-
 /// A free loopback port (bound, read, released), for a proxy's listen or
 /// metrics address.
 pub(crate) fn free_loopback_addr() -> Result<SocketAddr, ComponentError> {
     let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(ComponentError::Bind)?;
     l.local_addr().map_err(ComponentError::Io)
-}
-
-fn tail(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(15)..].join("\n")
 }

@@ -188,6 +188,13 @@ pub(crate) fn substitute(text: &str, values: &BTreeMap<String, String>) -> Strin
     out
 }
 
+/// As this project's configuration (the schema's default for `system:`).
+impl serde::Serialize for RawSystem {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.config.serialize(s)
+    }
+}
+
 impl<'de> Deserialize<'de> for RawSystem {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<RawSystem, D::Error> {
         d.deserialize_map(SystemVisitor)
