@@ -254,6 +254,10 @@ fn a_plain_http_server_takes_each_generic_fault_and_nothing_is_left() {
     );
     let mut child = spawn_run(&e);
     let pid = child.id();
+    // While paused, the server and its `sleep` child are frozen together.
+    let frozen = wait_for_cgroup(pid, "/sys/fs/cgroup/freezer/");
+    let tasks = std::fs::read_to_string(frozen.join("cgroup.procs")).unwrap_or_default();
+    assert!(tasks.split_whitespace().count() >= 2, "frozen: {tasks:?}");
     let status = wait_exit(&mut child, Duration::from_secs(120));
     let err = stderr(&e);
     // No expectation fails and no process exited by itself: exit 0.
@@ -292,6 +296,94 @@ fn a_plain_http_server_takes_each_generic_fault_and_nothing_is_left() {
         + i["given_up"].as_u64().unwrap()
         + i["pending"].as_u64().unwrap();
     assert_eq!(i["submitted"].as_u64().unwrap(), sum, "{i}");
+    assert_nothing_left(pid, &e.ledger);
+}
+
+/// Waits (bounded) for a fault cgroup of harness `pid` on `web` whose path
+/// starts with `under`.
+fn wait_for_cgroup(pid: u32, under: &str) -> PathBuf {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let found = harness::env::cgroup::leftover_fault_cgroups()
+            .into_iter()
+            .find(|p| {
+                let p = p.display().to_string();
+                p.starts_with(under) && p.contains(&format!("harness-fault-{pid}-web"))
+            });
+        if let Some(p) = found {
+            return p;
+        }
+        assert!(Instant::now() < deadline, "no cgroup under {under}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn ctrl_c_tears_down_the_processes_and_the_faults_in_force() {
+    if let Some(why) = skip_reason() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let e = write(
+        "python-ctrl-c",
+        &[
+            ("SYSTEM", PYTHON),
+            ("DURATION", "60s"),
+            (
+                "TIMELINE",
+                "  - { at: 1s, duration: 50s, fault: { pause: { component: web } } }\n",
+            ),
+        ],
+    );
+    let mut child = spawn_run(&e);
+    let pid = child.id();
+    wait_for_cgroup(pid, "/sys/fs/cgroup/");
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let status = wait_exit(&mut child, Duration::from_secs(60));
+    let err = stderr(&e);
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(err.contains("undone at the variant's end"), "{err}");
+    assert_nothing_left(pid, &e.ledger);
+}
+
+#[test]
+fn a_peer_reaches_a_network_faulted_process_through_its_fault_proxy() {
+    let system = r#"    web:
+      command: [python3, -m, http.server, "{port}", --bind, 127.0.0.1]
+    side:
+      command: [sh, -c, "echo {port.web} > peer-port; exec python3 -m http.server {port} --bind 127.0.0.1"]"#;
+    let e = write(
+        "peer",
+        &[
+            ("SYSTEM", system),
+            ("TARGET", "target: { process: web }"),
+            (
+                "TIMELINE",
+                "  - { at: 1s, duration: 1s, fault: { network: { component: web, delay: 20ms } } }\n",
+            ),
+        ],
+    );
+    let mut child = spawn_run(&e);
+    let pid = child.id();
+    let status = wait_exit(&mut child, Duration::from_secs(120));
+    let err = stderr(&e);
+    assert_eq!(status.code(), Some(0), "{err}");
+    let run = run_json(&e, "peer");
+    let ev = run["variants"][0]["events"].as_array().unwrap().clone();
+    let on = ev
+        .iter()
+        .find(|x| x["label"] == "network into web")
+        .unwrap_or_else(|| panic!("{ev:?}"));
+    // "fault proxy 127.0.0.1:PORT into web: ..."
+    let proxy = on["detail"]
+        .as_str()
+        .unwrap()
+        .split_whitespace()
+        .nth(2)
+        .unwrap();
+    let peer = std::fs::read_to_string(e.dir.join("peer-port")).unwrap();
+    assert_eq!(proxy.rsplit(':').next().unwrap(), peer.trim(), "{on}");
     assert_nothing_left(pid, &e.ledger);
 }
 
@@ -337,6 +429,38 @@ fn after_sigkill_the_next_start_kills_the_processes_left() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("killed web"), "{err}");
     assert!(err.contains("frozen"), "{err}");
+    assert_nothing_left(pid, &e.ledger);
+}
+
+/// A worker forked after the start (as gunicorn replaces one) was never
+/// recorded as a process of its own: only its tag finds it.
+#[test]
+fn after_sigkill_a_worker_forked_later_is_found_by_its_tag() {
+    let system = r#"    web:
+      command: [sh, -c, "(sleep 1; sleep 301 & wait) & exec python3 -m http.server {port} --bind 127.0.0.1"]"#;
+    let e = write("late-worker", &[("SYSTEM", system), ("DURATION", "60s")]);
+    let mut child = spawn_run(&e);
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let is_worker = |p: &u32| {
+        let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+        cmd.starts_with(b"sleep\x00301")
+    };
+    while !tagged_of(pid).iter().any(is_worker) {
+        assert!(Instant::now() < deadline, "no worker: {}", stderr(&e));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap(); // SIGKILL: no handler, no drop
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        tagged_of(pid).iter().any(is_worker),
+        "the worker outlives its harness"
+    );
+    let out = validate(&e);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("killed web"), "{err}");
     assert_nothing_left(pid, &e.ledger);
 }
 

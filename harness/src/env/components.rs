@@ -263,8 +263,7 @@ impl ProcessSet {
         listen: SocketAddr,
         ready: Ready,
     ) -> Result<SocketAddr, ComponentError> {
-        let (child, addr) = self.spawn(name, &launch, listen, &ready).await?;
-        let ledger_ids = self.record(name, &child, launch.tag.as_deref())?;
+        let (child, addr, ledger_ids) = self.spawn_recorded(name, &launch, listen, &ready).await?;
         self.procs.lock().await.insert(
             name.to_string(),
             Proc {
@@ -278,24 +277,44 @@ impl ProcessSet {
         Ok(addr)
     }
 
-    /// Records the component's process and its children in the ledger
-    /// (and a user's process's tag).
+    /// Spawns `launch` and waits until ready, recorded in the ledger: a
+    /// user's process's tag before it runs (a SIGKILL while it starts
+    /// leaves nothing unrecorded), its process and children once ready.
+    async fn spawn_recorded(
+        &self,
+        name: &str,
+        launch: &Launch,
+        listen: SocketAddr,
+        ready: &Ready,
+    ) -> Result<(tokio::process::Child, SocketAddr, Vec<u64>), ComponentError> {
+        let mut ids = Vec::new();
+        if let Some(tag) = &launch.tag {
+            ids.push(self.ledger.add(Record::Tagged {
+                tag: tag.clone(),
+                name: name.to_string(),
+            })?);
+        }
+        let spawned = match self.spawn(name, launch, listen, ready).await {
+            Ok(s) => s,
+            Err(e) => {
+                self.forget(&mut ids);
+                return Err(e);
+            }
+        };
+        ids.extend(self.record(name, &spawned.0)?);
+        Ok((spawned.0, spawned.1, ids))
+    }
+
+    /// Records the component's process and its children in the ledger.
     fn record(
         &self,
         name: &str,
         child: &tokio::process::Child,
-        tag: Option<&str>,
     ) -> Result<Vec<u64>, ComponentError> {
         let Some(pid) = child.id() else {
             return Ok(Vec::new());
         };
         let mut ids = Vec::new();
-        if let Some(tag) = tag {
-            ids.push(self.ledger.add(Record::Tagged {
-                tag: tag.to_string(),
-                name: name.to_string(),
-            })?);
-        }
         for p in std::iter::once(pid).chain(descendants(pid)) {
             ids.push(self.ledger.add(Record::Process {
                 pid: p,
@@ -369,6 +388,9 @@ impl ProcessSet {
             Err(e) => {
                 // Not ready: nothing of it may outlive the error.
                 kill_tree(&mut child, launch.tag.is_some());
+                if let Some(tag) = &launch.tag {
+                    kill_tagged(tag);
+                }
                 let _ = child.kill().await;
                 Err(e)
             }
@@ -413,8 +435,10 @@ impl ProcessSet {
         if p.child.is_some() {
             return Err(ComponentError::Running(name.to_string()));
         }
-        let (child, _) = self.spawn(name, &p.launch, p.addr, &p.ready).await?;
-        p.ledger_ids = self.record(name, &child, p.launch.tag.as_deref())?;
+        let (child, _, ids) = self
+            .spawn_recorded(name, &p.launch, p.addr, &p.ready)
+            .await?;
+        p.ledger_ids = ids;
         let pid = child.id().unwrap_or(0);
         p.child = Some(child);
         Ok(pid)
