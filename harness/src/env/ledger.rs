@@ -30,6 +30,9 @@ pub(crate) enum Record {
     /// started, marked `HARNESS_PROCESS=tag` in their environment: each
     /// killed if left running (`procfs::tagged`).
     Tagged { tag: String, name: String },
+    /// A containers variant's network: its containers (`NETWORK-...`) and
+    /// the network removed if left (`docker::remove_variant`).
+    DockerNetwork { network: String },
     /// A container paused (`docker pause`).
     DockerPaused { id: String, name: String },
     /// A container given a CPU limit (`docker update --cpus`).
@@ -46,6 +49,16 @@ pub(crate) enum UndoError {
 }
 
 impl Record {
+    /// Faults are lifted first (a frozen process dies only once thawed),
+    /// then processes are killed, then a variant's containers removed.
+    fn undo_order(r: &&Record) -> u8 {
+        match r {
+            Record::Process { .. } | Record::Tagged { .. } => 1,
+            Record::DockerNetwork { .. } => 2,
+            Record::Cgroup(_) | Record::DockerPaused { .. } | Record::DockerCpus { .. } => 0,
+        }
+    }
+
     /// Undoes what the record says; returns what was done.
     pub(crate) fn undo(&self) -> Result<String, UndoError> {
         match self {
@@ -73,6 +86,13 @@ impl Record {
                 Ok(match left.len() {
                     0 => format!("{name}: no process left"),
                     n => format!("killed {name}: {n} process(es) left running ({left:?})"),
+                })
+            }
+            Record::DockerNetwork { network } => {
+                let (n, had) = docker::blocking("network rm", docker::remove_variant(network))?;
+                Ok(match (n, had) {
+                    (0, false) => format!("containers variant {network}: nothing left"),
+                    _ => format!("removed {n} container(s) and the network {network}, left behind"),
                 })
             }
             Record::DockerPaused { id, name } => {
@@ -227,7 +247,7 @@ pub fn undo_own() -> Vec<String> {
         return Vec::new();
     };
     let mut records: Vec<&Record> = file.records.iter().map(|(_, r)| r).collect();
-    records.sort_by_key(|r| matches!(r, Record::Process { .. } | Record::Tagged { .. }));
+    records.sort_by_key(Record::undo_order);
     let lines = records
         .into_iter()
         .map(|r| {
@@ -265,7 +285,7 @@ pub fn recover() -> Vec<String> {
         // Cgroups first: a killed harness's frozen child dies once thawed,
         // then any component process still running is killed.
         let mut records: Vec<&Record> = file.records.iter().map(|(_, r)| r).collect();
-        records.sort_by_key(|r| matches!(r, Record::Process { .. } | Record::Tagged { .. }));
+        records.sort_by_key(Record::undo_order);
         let mut failed = false;
         for r in records {
             match r.undo() {
