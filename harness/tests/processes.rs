@@ -507,6 +507,26 @@ fn a_port_that_never_becomes_ready_is_said_with_the_last_stderr_lines() {
     assert_no_process_left(pid, &e.ledger);
 }
 
+#[test]
+fn a_fixed_port_already_taken_is_said_before_anything_starts() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let system = format!(
+        "    web:\n      command: [python3, -m, http.server, \"{{port}}\", --bind, 127.0.0.1]\n      port: {port}"
+    );
+    let e = write("port-taken", &[("SYSTEM", &system)]);
+    let mut child = spawn_run(&e);
+    let pid = child.id();
+    let status = wait_exit(&mut child, Duration::from_secs(60));
+    let err = stderr(&e);
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("process web: port {port} is not free")),
+        "{err}"
+    );
+    assert_no_process_left(pid, &e.ledger);
+}
+
 /// `harness validate` on the experiment with `fill`: its stderr, and it failed.
 fn refused(name: &str, fill: &[(&str, &str)]) -> String {
     let e = write(name, fill);

@@ -255,6 +255,12 @@ pub enum EnvError {
     Bind(std::io::Error),
     #[error("no processes for variant {0} (environment processes)")]
     NoProcesses(String),
+    #[error("process {process}: port {port} is not free on 127.0.0.1 ({}); stop what listens there, or use `port: auto`", Causes(.error))]
+    PortInUse {
+        process: String,
+        port: u16,
+        error: std::io::Error,
+    },
     /// A socket's address, or a fault proxy that could not listen.
     #[error("{}", Causes(.0))]
     Io(std::io::Error),

@@ -131,12 +131,23 @@ fn tag_base() -> String {
     )
 }
 
-/// Each process's address: its fixed port, or a free loopback port.
+/// Each process's address: its fixed port (free now, or its readiness
+/// would be another program's), or a free loopback port.
 fn choose_ports(specs: &[ProcessSpec]) -> Result<BTreeMap<String, SocketAddr>, EnvError> {
     let mut out = BTreeMap::new();
     for s in specs {
         let addr = match s.port {
-            Some(p) => SocketAddr::from(([127, 0, 0, 1], p)),
+            Some(p) => {
+                let addr = SocketAddr::from(([127, 0, 0, 1], p));
+                if let Err(error) = std::net::TcpListener::bind(addr) {
+                    return Err(EnvError::PortInUse {
+                        process: s.name.clone(),
+                        port: p,
+                        error,
+                    });
+                }
+                addr
+            }
             None => free_loopback_addr()?,
         };
         out.insert(s.name.clone(), addr);

@@ -73,7 +73,7 @@ pub(super) async fn wait_accepting(
             return Err(ComponentError::Exited {
                 name: name.to_string(),
                 status,
-                on: format!(" on {addr}"),
+                on: on(addr, probe),
                 log: log.to_path_buf(),
                 tail: tail(&text()),
             });
@@ -81,13 +81,21 @@ pub(super) async fn wait_accepting(
         if Instant::now() > deadline {
             return Err(ComponentError::Late {
                 name: name.to_string(),
-                on: format!(" on {addr}"),
+                on: on(addr, probe),
                 startup,
                 log: log.to_path_buf(),
                 tail: tail(&text()),
             });
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// " on ADDR", and the probe that was not answered, for the error.
+fn on(addr: SocketAddr, probe: Option<(Option<&str>, Duration)>) -> String {
+    match probe.and_then(|(path, _)| path) {
+        Some(path) => format!(" on {addr} (or answer GET {path} below 500)"),
+        None => format!(" on {addr}"),
     }
 }
 
