@@ -20,12 +20,15 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::Mutex;
 
 use crate::base::causes::Causes;
 use crate::env::ledger::{Ledger, Record};
 use crate::env::procfs::{descendants, process_start};
+
+mod ready;
+use ready::{tail, wait_accepting, wait_listening};
 
 /// Why a component process could not be started, killed or restarted.
 #[derive(Debug, thiserror::Error)]
@@ -74,10 +77,11 @@ pub enum ComponentError {
         tail: String,
     },
     /// The component did not listen in time (`on`: " on ADDR" or "").
-    #[error("{name} did not listen{on} within {startup:?}; its log {}:\n{tail}", .log.display(), startup = STARTUP)]
+    #[error("{name} did not listen{on} within {startup:?}; its log {}:\n{tail}", .log.display())]
     Late {
         name: String,
         on: String,
+        startup: Duration,
         log: PathBuf,
         tail: String,
     },
@@ -131,19 +135,48 @@ pub fn sweep_leftover_dirs() -> usize {
 }
 
 /// How a component says it is ready, and where it listens.
-#[derive(Clone, Copy)]
-enum Ready {
+#[derive(Clone)]
+pub(crate) enum Ready {
     /// A `sut` process: given `--listen ADDR`, it logs where it listens.
     Logged,
     /// A proxy whose configuration names its address: ready once it accepts.
     Accepts,
+    /// A user's process (`processes.rs`): ready once it accepts on its
+    /// address, and with `http` once a GET of that path answers below 500,
+    /// within `timeout`.
+    Probe {
+        http: Option<String>,
+        timeout: Duration,
+    },
+}
+
+/// What starts a component: its program and arguments (a `sut` process's
+/// without `--listen`) and, for a user's process, its environment, folder
+/// and tag.
+#[derive(Clone, Default)]
+pub(crate) struct Launch {
+    pub(crate) program: PathBuf,
+    pub(crate) args: Vec<String>,
+    pub(crate) env: Vec<(String, String)>,
+    pub(crate) cwd: Option<PathBuf>,
+    /// A process group of its own, and `procfs::TAG_VAR=tag` in its
+    /// environment: it and everything it starts (gunicorn's workers) are
+    /// killed together, and found by the ledger after a SIGKILL.
+    pub(crate) tag: Option<String>,
+}
+
+/// A component that exited by itself while the variant ran.
+#[derive(Debug, Clone)]
+pub(crate) struct Exited {
+    pub(crate) name: String,
+    pub(crate) status: String,
+    pub(crate) log: PathBuf,
+    pub(crate) tail: String,
 }
 
 /// One running (or killed) component.
 struct Proc {
-    program: PathBuf,
-    /// Arguments (a `sut` process's without `--listen`).
-    args: Vec<String>,
+    launch: Launch,
     addr: SocketAddr,
     ready: Ready,
     child: Option<tokio::process::Child>,
@@ -186,7 +219,12 @@ impl ProcessSet {
         args: Vec<String>,
     ) -> Result<SocketAddr, ComponentError> {
         let listen: SocketAddr = "127.0.0.1:0".parse().expect("an address");
-        self.start(name, program, args, listen, Ready::Logged).await
+        let launch = Launch {
+            program: program.to_path_buf(),
+            args,
+            ..Launch::default()
+        };
+        self.start(name, launch, listen, Ready::Logged).await
     }
 
     /// Starts component `name` (`program args`), whose configuration makes
@@ -198,24 +236,38 @@ impl ProcessSet {
         args: Vec<String>,
         addr: SocketAddr,
     ) -> Result<SocketAddr, ComponentError> {
-        self.start(name, program, args, addr, Ready::Accepts).await
+        let launch = Launch {
+            program: program.to_path_buf(),
+            args,
+            ..Launch::default()
+        };
+        self.start(name, launch, addr, Ready::Accepts).await
+    }
+
+    /// Starts a user's process `name` as `launch` says, which listens on
+    /// `addr` (its command was given the port), and waits until `ready`.
+    pub(crate) async fn start_user(
+        &self,
+        name: &str,
+        launch: Launch,
+        addr: SocketAddr,
+        ready: Ready,
+    ) -> Result<SocketAddr, ComponentError> {
+        self.start(name, launch, addr, ready).await
     }
 
     async fn start(
         &self,
         name: &str,
-        program: &Path,
-        args: Vec<String>,
+        launch: Launch,
         listen: SocketAddr,
         ready: Ready,
     ) -> Result<SocketAddr, ComponentError> {
-        let (child, addr) = self.spawn(name, program, &args, listen, ready).await?;
-        let ledger_ids = self.record(name, &child)?;
+        let (child, addr, ledger_ids) = self.spawn_recorded(name, &launch, listen, &ready).await?;
         self.procs.lock().await.insert(
             name.to_string(),
             Proc {
-                program: program.to_path_buf(),
-                args,
+                launch,
                 addr,
                 ready,
                 child: Some(child),
@@ -223,6 +275,34 @@ impl ProcessSet {
             },
         );
         Ok(addr)
+    }
+
+    /// Spawns `launch` and waits until ready, recorded in the ledger: a
+    /// user's process's tag before it runs (a SIGKILL while it starts
+    /// leaves nothing unrecorded), its process and children once ready.
+    async fn spawn_recorded(
+        &self,
+        name: &str,
+        launch: &Launch,
+        listen: SocketAddr,
+        ready: &Ready,
+    ) -> Result<(tokio::process::Child, SocketAddr, Vec<u64>), ComponentError> {
+        let mut ids = Vec::new();
+        if let Some(tag) = &launch.tag {
+            ids.push(self.ledger.add(Record::Tagged {
+                tag: tag.clone(),
+                name: name.to_string(),
+            })?);
+        }
+        let spawned = match self.spawn(name, launch, listen, ready).await {
+            Ok(s) => s,
+            Err(e) => {
+                self.forget(&mut ids);
+                return Err(e);
+            }
+        };
+        ids.extend(self.record(name, &spawned.0)?);
+        Ok((spawned.0, spawned.1, ids))
     }
 
     /// Records the component's process and its children in the ledger.
@@ -258,11 +338,11 @@ impl ProcessSet {
     async fn spawn(
         &self,
         name: &str,
-        program: &Path,
-        args: &[String],
+        launch: &Launch,
         listen: SocketAddr,
-        ready: Ready,
+        ready: &Ready,
     ) -> Result<(tokio::process::Child, SocketAddr), ComponentError> {
+        let program = launch.program.as_path();
         let log_path = self.log_path(name);
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -274,9 +354,16 @@ impl ProcessSet {
             })?;
         let offset = log.metadata().map(|m| m.len()).unwrap_or(0);
         let mut cmd = tokio::process::Command::new(program);
-        cmd.args(args);
+        cmd.args(&launch.args);
         if let Ready::Logged = ready {
             cmd.arg("--listen").arg(listen.to_string());
+        }
+        cmd.envs(launch.env.iter().map(|(k, v)| (k, v)));
+        if let Some(dir) = &launch.cwd {
+            cmd.current_dir(dir);
+        }
+        if let Some(tag) = &launch.tag {
+            cmd.env(crate::env::procfs::TAG_VAR, tag).process_group(0);
         }
         cmd.stdin(std::process::Stdio::null())
             .stdout(log.try_clone().map_err(ComponentError::LogFile)?)
@@ -289,10 +376,25 @@ impl ProcessSet {
             error,
         })?;
         let addr = match ready {
-            Ready::Logged => wait_listening(&mut child, &log_path, offset, name).await?,
-            Ready::Accepts => wait_accepting(&mut child, &log_path, listen, name).await?,
+            Ready::Logged => wait_listening(&mut child, &log_path, offset, name).await,
+            Ready::Accepts => wait_accepting(&mut child, &log_path, listen, name, None).await,
+            Ready::Probe { http, timeout } => {
+                let probe = Some((http.as_deref(), *timeout));
+                wait_accepting(&mut child, &log_path, listen, name, probe).await
+            }
         };
-        Ok((child, addr))
+        match addr {
+            Ok(addr) => Ok((child, addr)),
+            Err(e) => {
+                // Not ready: nothing of it may outlive the error.
+                kill_tree(&mut child, launch.tag.is_some());
+                if let Some(tag) = &launch.tag {
+                    kill_tagged(tag);
+                }
+                let _ = child.kill().await;
+                Err(e)
+            }
+        }
     }
 
     /// The address component `name` listens on.
@@ -317,10 +419,7 @@ impl ProcessSet {
         let mut child = p.child.take().ok_or(ComponentError::AlreadyKilled)?;
         let pid = child.id().unwrap_or(0);
         // Its own children too (nginx's workers outlive a killed master).
-        for d in descendants(pid) {
-            // SAFETY: kill(2) on a descendant of our own child.
-            unsafe { libc::kill(d as i32, libc::SIGKILL) };
-        }
+        kill_tree(&mut child, p.launch.tag.is_some());
         child.kill().await.map_err(|error| ComponentError::Kill {
             name: name.to_string(),
             error,
@@ -336,10 +435,10 @@ impl ProcessSet {
         if p.child.is_some() {
             return Err(ComponentError::Running(name.to_string()));
         }
-        let (child, _) = self
-            .spawn(name, &p.program, &p.args, p.addr, p.ready)
+        let (child, _, ids) = self
+            .spawn_recorded(name, &p.launch, p.addr, &p.ready)
             .await?;
-        p.ledger_ids = self.record(name, &child)?;
+        p.ledger_ids = ids;
         let pid = child.id().unwrap_or(0);
         p.child = Some(child);
         Ok(pid)
@@ -350,19 +449,57 @@ impl ProcessSet {
         let mut procs = self.procs.lock().await;
         for p in procs.values_mut() {
             if let Some(pid) = p.child.as_ref().and_then(|c| c.id()) {
-                // SAFETY: kill(2) on our own child, not yet reaped.
-                unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+                // SAFETY: kill(2) on our own child, not yet reaped (with a
+                // group of its own: the group, its workers too).
+                unsafe {
+                    match p.launch.tag {
+                        Some(_) => libc::killpg(pid as i32, libc::SIGTERM),
+                        None => libc::kill(pid as i32, libc::SIGTERM),
+                    }
+                };
             }
         }
         for p in procs.values_mut() {
             if let Some(mut c) = p.child.take() {
                 if tokio::time::timeout(grace, c.wait()).await.is_err() {
-                    kill_tree(&mut c);
+                    kill_tree(&mut c, p.launch.tag.is_some());
                     let _ = c.kill().await;
                 }
             }
+            if let Some(tag) = &p.launch.tag {
+                kill_tagged(tag);
+            }
             self.forget(&mut p.ledger_ids);
         }
+    }
+
+    /// The components that exited by themselves since the last call
+    /// (reaped, their ledger records forgotten); a killed one is not.
+    pub(crate) async fn exited(&self) -> Vec<Exited> {
+        let mut out = Vec::new();
+        let mut procs = self.procs.lock().await;
+        for (name, p) in procs.iter_mut() {
+            let Some(c) = p.child.as_mut() else { continue };
+            let Ok(Some(status)) = c.try_wait() else {
+                continue;
+            };
+            p.child = None;
+            if let Some(tag) = &p.launch.tag {
+                kill_tagged(tag);
+            }
+            let log = self.log_path(name);
+            let text =
+                String::from_utf8_lossy(&std::fs::read(&log).unwrap_or_default()).into_owned();
+            out.push(Exited {
+                name: name.clone(),
+                status: status.to_string(),
+                tail: tail(&text),
+                log,
+            });
+            let mut ids = std::mem::take(&mut p.ledger_ids);
+            self.forget(&mut ids);
+        }
+        out
     }
 }
 
@@ -373,7 +510,10 @@ impl Drop for ProcessSet {
         if let Ok(mut procs) = self.procs.try_lock() {
             for p in procs.values_mut() {
                 if let Some(c) = p.child.as_mut() {
-                    kill_tree(c);
+                    kill_tree(c, p.launch.tag.is_some());
+                }
+                if let Some(tag) = &p.launch.tag {
+                    kill_tagged(tag);
                 }
                 for id in p.ledger_ids.drain(..) {
                     self.ledger.remove(id);
@@ -383,13 +523,27 @@ impl Drop for ProcessSet {
     }
 }
 
-/// SIGKILLs the descendants of `child` (its own kill follows).
-fn kill_tree(child: &mut tokio::process::Child) {
+/// SIGKILLs the descendants of `child` and, when it leads a process
+/// group of its own (`group`), that group (its own kill follows).
+fn kill_tree(child: &mut tokio::process::Child, group: bool) {
     if let Some(pid) = child.id() {
         for d in descendants(pid) {
             // SAFETY: kill(2) on a descendant of our own child.
             unsafe { libc::kill(d as i32, libc::SIGKILL) };
         }
+        if group {
+            // SAFETY: killpg(2) on the group our own unreaped child leads.
+            unsafe { libc::killpg(pid as i32, libc::SIGKILL) };
+        }
+    }
+}
+
+/// SIGKILLs every process still carrying a user's process's `tag` (one
+/// that left its group: a daemon, a worker of a killed master).
+fn kill_tagged(tag: &str) {
+    for p in crate::env::procfs::tagged(tag) {
+        // SAFETY: kill(2) on a process carrying this harness's own tag.
+        unsafe { libc::kill(p as i32, libc::SIGKILL) };
     }
 }
 
@@ -407,87 +561,9 @@ pub(crate) fn die_with_parent(cmd: &mut tokio::process::Command) {
     }
 }
 
-/// Waits for `sut: listening on http://ADDR` in the log after `offset`.
-async fn wait_listening(
-    child: &mut tokio::process::Child,
-    log: &Path,
-    offset: u64,
-    name: &str,
-) -> Result<SocketAddr, ComponentError> {
-    let deadline = Instant::now() + STARTUP;
-    loop {
-        let text = std::fs::read(log).unwrap_or_default();
-        let text = String::from_utf8_lossy(&text[(offset as usize).min(text.len())..]).into_owned();
-        if let Some(addr) = text
-            .lines()
-            .find_map(|l| l.split_once("listening on http://").map(|(_, a)| a.trim()))
-            .and_then(|a| a.parse().ok())
-        {
-            return Ok(addr);
-        }
-        if let Some(status) = child.try_wait().map_err(ComponentError::Io)? {
-            return Err(ComponentError::Exited {
-                name: name.to_string(),
-                status,
-                on: String::new(),
-                log: log.to_path_buf(),
-                tail: tail(&text),
-            });
-        }
-        if Instant::now() > deadline {
-            return Err(ComponentError::Late {
-                name: name.to_string(),
-                on: String::new(),
-                log: log.to_path_buf(),
-                tail: tail(&text),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// Waits until something accepts connections on `addr`.
-async fn wait_accepting(
-    child: &mut tokio::process::Child,
-    log: &Path,
-    addr: SocketAddr,
-    name: &str,
-) -> Result<SocketAddr, ComponentError> {
-    let deadline = Instant::now() + STARTUP;
-    loop {
-        if tokio::net::TcpStream::connect(addr).await.is_ok() {
-            return Ok(addr);
-        }
-        let text = || String::from_utf8_lossy(&std::fs::read(log).unwrap_or_default()).into_owned();
-        if let Some(status) = child.try_wait().map_err(ComponentError::Io)? {
-            return Err(ComponentError::Exited {
-                name: name.to_string(),
-                status,
-                on: format!(" on {addr}"),
-                log: log.to_path_buf(),
-                tail: tail(&text()),
-            });
-        }
-        if Instant::now() > deadline {
-            return Err(ComponentError::Late {
-                name: name.to_string(),
-                on: format!(" on {addr}"),
-                log: log.to_path_buf(),
-                tail: tail(&text()),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// A free loopback port (bound, read, released), for a proxy's listen or
 /// metrics address.
 pub(crate) fn free_loopback_addr() -> Result<SocketAddr, ComponentError> {
     let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(ComponentError::Bind)?;
     l.local_addr().map_err(ComponentError::Io)
-}
-
-fn tail(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(15)..].join("\n")
 }

@@ -18,7 +18,9 @@ use std::future::Future;
 use std::time::Duration;
 use testcontainers::bollard::errors::Error as EngineError;
 use testcontainers::bollard::models::ContainerUpdateBody;
-use testcontainers::bollard::query_parameters::{ListContainersOptions, ListNetworksOptions};
+use testcontainers::bollard::query_parameters::{
+    ListContainersOptions, ListNetworksOptions, RemoveContainerOptions,
+};
 use testcontainers::bollard::Docker;
 
 /// How long one call may take.
@@ -43,6 +45,19 @@ enum Why {
     Engine(EngineError),
     #[error("no runtime for the call: {0}")]
     Runtime(std::io::Error),
+}
+
+impl DockerCallError {
+    /// The engine answered 404: no such container or network.
+    fn not_found(&self) -> bool {
+        matches!(
+            self.why,
+            Why::Engine(EngineError::DockerResponseServerError {
+                status_code: 404,
+                ..
+            })
+        )
+    }
 }
 
 /// The engine's refusal as the `docker` command line prints it.
@@ -211,6 +226,43 @@ fn nano_cpus(cpus: f64) -> i64 {
     (cpus * 1e9).round() as i64
 }
 
+/// What a containers variant on `network` left (a SIGKILLed harness):
+/// every container named `NETWORK-...` removed with force (`docker rm -f`),
+/// then the network (`docker network rm`); how many containers, and
+/// whether the network was still there.
+pub(crate) async fn remove_variant(network: &str) -> Result<(usize, bool), DockerCallError> {
+    let prefix = format!("{network}-");
+    let mut removed = 0;
+    for name in container_names("ps -a", None).await? {
+        if !name.starts_with(&prefix) {
+            continue;
+        }
+        let options = RemoveContainerOptions {
+            force: true,
+            v: true,
+            ..Default::default()
+        };
+        let gone = call(format!("rm -f {name}"), |d| async move {
+            d.remove_container(&name, Some(options)).await
+        })
+        .await;
+        match gone {
+            Ok(()) => removed += 1,
+            Err(e) if e.not_found() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let net = call(format!("network rm {network}"), |d| async move {
+        d.remove_network(network).await
+    })
+    .await;
+    match net {
+        Ok(()) => Ok((removed, true)),
+        Err(e) if e.not_found() => Ok((removed, false)),
+        Err(e) => Err(e),
+    }
+}
+
 /// The names of every container (running or not) and network whose name
 /// starts with `prefix` (`docker ps -a`, `docker network ls`), for tests
 /// that check what a run left. Blocking.
@@ -266,6 +318,99 @@ pub(crate) async fn paused_and_nano_cpus(id: &str) -> Result<(bool, i64), Docker
     let paused = c.state.and_then(|s| s.paused).unwrap_or(false);
     let nano = c.host_config.and_then(|h| h.nano_cpus).unwrap_or(0);
     Ok((paused, nano))
+}
+
+/// What a SIGKILLed containers variant on `network` leaves, for the
+/// ledger's test: the network and two containers on it named
+/// `NETWORK-a`, `NETWORK-b` (created, not started), of an image of one
+/// empty file imported here (no registry, no build).
+#[cfg(test)]
+pub(crate) async fn leave_variant(network: &str) -> Result<(), DockerCallError> {
+    use futures_util::StreamExt;
+    use testcontainers::bollard::models::{ContainerCreateBody, HostConfig, NetworkCreateRequest};
+    use testcontainers::bollard::query_parameters::{CreateContainerOptions, CreateImageOptions};
+    let image = "harness-ledger-test:latest";
+    let options = CreateImageOptions {
+        from_src: Some("-".into()),
+        repo: Some("harness-ledger-test".into()),
+        tag: Some("latest".into()),
+        ..Default::default()
+    };
+    let tar = one_file_tar("empty");
+    call("import - harness-ledger-test", |d| async move {
+        let body = testcontainers::bollard::body_full(tar.into());
+        let mut progress = d.create_image(Some(options), Some(body), None);
+        while let Some(step) = progress.next().await {
+            step?;
+        }
+        Ok(())
+    })
+    .await?;
+    let create = NetworkCreateRequest {
+        name: network.to_string(),
+        ..Default::default()
+    };
+    call(format!("network create {network}"), |d| async move {
+        d.create_network(create).await.map(|_| ())
+    })
+    .await?;
+    for n in ["a", "b"] {
+        let body = ContainerCreateBody {
+            image: Some(image.into()),
+            cmd: Some(vec!["/empty".into()]),
+            host_config: Some(HostConfig {
+                network_mode: Some(network.into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let options = CreateContainerOptions {
+            name: Some(format!("{network}-{n}")),
+            ..Default::default()
+        };
+        call(format!("create {network}-{n}"), |d| async move {
+            d.create_container(Some(options), body).await.map(|_| ())
+        })
+        .await?;
+    }
+    Ok(())
+}
+
+/// Removes [`leave_variant`]'s image.
+#[cfg(test)]
+pub(crate) async fn remove_test_image() -> Result<(), DockerCallError> {
+    use testcontainers::bollard::query_parameters::RemoveImageOptions;
+    let options = RemoveImageOptions {
+        force: true,
+        ..Default::default()
+    };
+    call("rmi harness-ledger-test", |d| async move {
+        d.remove_image("harness-ledger-test:latest", Some(options), None)
+            .await
+            .map(|_| ())
+    })
+    .await
+}
+
+/// A tar archive of one empty file `name` (ustar).
+#[cfg(test)]
+fn one_file_tar(name: &str) -> Vec<u8> {
+    let mut h = [0u8; 512];
+    h[..name.len()].copy_from_slice(name.as_bytes());
+    for (at, field) in [(100, "0000644\0"), (108, "0000000\0"), (116, "0000000\0")] {
+        h[at..at + 8].copy_from_slice(field.as_bytes());
+    }
+    h[124..136].copy_from_slice(b"00000000000\0");
+    h[136..148].copy_from_slice(b"00000000000\0");
+    h[156] = b'0';
+    h[257..263].copy_from_slice(b"ustar\0");
+    h[263..265].copy_from_slice(b"00");
+    h[148..156].copy_from_slice(b"        ");
+    let sum: u32 = h.iter().map(|b| u32::from(*b)).sum();
+    h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    let mut out = h.to_vec();
+    out.extend([0u8; 1024]);
+    out
 }
 
 #[cfg(test)]

@@ -26,6 +26,13 @@ pub(crate) enum Record {
     Cgroup(Placement),
     /// A component process the harness started (killed if left running).
     Process { pid: u32, start: u64, name: String },
+    /// A user's process (`environment: processes`) and everything it
+    /// started, marked `HARNESS_PROCESS=tag` in their environment: each
+    /// killed if left running (`procfs::tagged`).
+    Tagged { tag: String, name: String },
+    /// A containers variant's network: its containers (`NETWORK-...`) and
+    /// the network removed if left (`docker::remove_variant`).
+    DockerNetwork { network: String },
     /// A container paused (`docker pause`).
     DockerPaused { id: String, name: String },
     /// A container given a CPU limit (`docker update --cpus`).
@@ -42,6 +49,16 @@ pub(crate) enum UndoError {
 }
 
 impl Record {
+    /// Faults are lifted first (a frozen process dies only once thawed),
+    /// then processes are killed, then a variant's containers removed.
+    fn undo_order(r: &&Record) -> u8 {
+        match r {
+            Record::Process { .. } | Record::Tagged { .. } => 1,
+            Record::DockerNetwork { .. } => 2,
+            Record::Cgroup(_) | Record::DockerPaused { .. } | Record::DockerCpus { .. } => 0,
+        }
+    }
+
     /// Undoes what the record says; returns what was done.
     pub(crate) fn undo(&self) -> Result<String, UndoError> {
         match self {
@@ -59,6 +76,24 @@ impl Record {
                 // SAFETY: kill(2) with a pid checked to be ours (same start time).
                 unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
                 Ok(format!("killed {name} (process {pid}), left running"))
+            }
+            Record::Tagged { tag, name } => {
+                let left = super::procfs::tagged(tag);
+                for p in &left {
+                    // SAFETY: kill(2) on a process carrying this harness's own tag.
+                    unsafe { libc::kill(*p as i32, libc::SIGKILL) };
+                }
+                Ok(match left.len() {
+                    0 => format!("{name}: no process left"),
+                    n => format!("killed {name}: {n} process(es) left running ({left:?})"),
+                })
+            }
+            Record::DockerNetwork { network } => {
+                let (n, had) = docker::blocking("network rm", docker::remove_variant(network))?;
+                Ok(match (n, had) {
+                    (0, false) => format!("containers variant {network}: nothing left"),
+                    _ => format!("removed {n} container(s) and the network {network}, left behind"),
+                })
             }
             Record::DockerPaused { id, name } => {
                 Ok(match unless_gone("unpause", id, docker::unpause(id))? {
@@ -212,7 +247,7 @@ pub fn undo_own() -> Vec<String> {
         return Vec::new();
     };
     let mut records: Vec<&Record> = file.records.iter().map(|(_, r)| r).collect();
-    records.sort_by_key(|r| matches!(r, Record::Process { .. }));
+    records.sort_by_key(Record::undo_order);
     let lines = records
         .into_iter()
         .map(|r| {
@@ -250,7 +285,7 @@ pub fn recover() -> Vec<String> {
         // Cgroups first: a killed harness's frozen child dies once thawed,
         // then any component process still running is killed.
         let mut records: Vec<&Record> = file.records.iter().map(|(_, r)| r).collect();
-        records.sort_by_key(|r| matches!(r, Record::Process { .. }));
+        records.sort_by_key(Record::undo_order);
         let mut failed = false;
         for r in records {
             match r.undo() {

@@ -20,6 +20,7 @@ pub mod containers;
 pub mod docker;
 pub mod faults;
 pub mod ledger;
+pub(crate) mod processes;
 pub(crate) mod procfs;
 pub(crate) mod proxy_gateway;
 mod split;
@@ -52,6 +53,11 @@ pub struct Target {
     /// An external target's own metrics URL (`target.metrics`), which the
     /// sampler scrapes instead of `{base_url}/metrics`.
     metrics_url: Option<String>,
+    /// A service without server-side metrics (`environment: processes`
+    /// without `target.metrics`): nothing is scraped.
+    no_metrics: bool,
+    /// The user's processes that exit by themselves (`processes.rs`).
+    exits: Option<processes::ExitWatch>,
     /// Virtual time: the system on the caller's runtime, reached in process
     /// (no socket), stopped with the target.
     in_process: Option<(crate::net::in_process::InProcess, Arc<System>)>,
@@ -84,6 +90,8 @@ impl Target {
             proxy: None,
             load_via: None,
             metrics_url: None,
+            no_metrics: false,
+            exits: None,
             in_process: None,
         }
     }
@@ -107,6 +115,16 @@ impl Target {
                 metrics_url: self.metrics_url.clone(),
             },
         }
+    }
+
+    /// Whether the target has server-side metrics to scrape.
+    pub(crate) fn has_metrics(&self) -> bool {
+        !self.no_metrics
+    }
+
+    /// The user's processes that exited by themselves so far, one line each.
+    pub(crate) fn exited_processes(&self) -> Vec<String> {
+        self.exits.as_ref().map(|e| e.lines()).unwrap_or_default()
     }
 
     /// Where the load goes: the proxy gateway, else `base_url`.
@@ -163,6 +181,10 @@ impl Target {
     /// Stops an embedded system (drains in-flight requests, bounded) or
     /// removes the variant's containers.
     pub async fn stop(mut self) {
+        // Stopping them is not their exiting by themselves.
+        if let Some(e) = self.exits.take() {
+            e.stop();
+        }
         if let Some(c) = self.containers.take() {
             c.stop().await;
         }
@@ -236,6 +258,14 @@ pub enum EnvError {
     },
     #[error("binding a loopback port: {}", Causes(.0))]
     Bind(std::io::Error),
+    #[error("no processes for variant {0} (environment processes)")]
+    NoProcesses(String),
+    #[error("process {process}: port {port} is not free on 127.0.0.1 ({}); stop what listens there, or use `port: auto`", Causes(.error))]
+    PortInUse {
+        process: String,
+        port: u16,
+        error: std::io::Error,
+    },
     /// A socket's address, or a fault proxy that could not listen.
     #[error("{}", Causes(.0))]
     Io(std::io::Error),
@@ -287,7 +317,7 @@ pub fn executor(exp: &Experiment) -> Result<Option<Arc<dyn PageExecutor>>, EnvEr
             }
             Ok(Some(e))
         }
-        Environment::External { .. } => Ok(None),
+        Environment::External { .. } | Environment::Processes(_) => Ok(None),
     }
 }
 
@@ -365,6 +395,7 @@ pub async fn start(
             }
             Ok(target)
         }
+        (Environment::Processes(p), _) => processes::start(exp, v, p).await,
         (Environment::Embedded, None) => Err(EnvError::NoExecutor),
     }
 }
@@ -396,6 +427,8 @@ async fn start_embedded(v: &Variant, executor: Arc<dyn PageExecutor>) -> Result<
         proxy: None,
         load_via: None,
         metrics_url: None,
+        no_metrics: false,
+        exits: None,
         in_process: None,
     })
 }

@@ -57,3 +57,29 @@ pub(crate) fn descendants(pid: u32) -> Vec<u32> {
     }
     out
 }
+
+/// The variable that marks a user's process and everything it starts
+/// (inherited through fork and exec), so that they are found after the
+/// harness died even when they left its process group (`processes.rs`).
+pub(crate) const TAG_VAR: &str = "HARNESS_PROCESS";
+
+/// Every live process whose environment carries `TAG_VAR=tag`.
+pub(crate) fn tagged(tag: &str) -> Vec<u32> {
+    let needle = format!("{TAG_VAR}={tag}");
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(format!("/proc/{p}/environ")) else {
+            continue;
+        };
+        if env.split(|b| *b == 0).any(|v| v == needle.as_bytes()) && !is_zombie(p) {
+            out.push(p);
+        }
+    }
+    out
+}

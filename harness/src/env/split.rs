@@ -75,7 +75,9 @@ fn container_faults(
     set: &crate::env::containers::ContainerSet,
     faulted: FaultProxies,
 ) -> Result<crate::env::faults::Injector, EnvError> {
-    let ledger = Arc::new(crate::env::ledger::Ledger::open()?);
+    // The set's own: one ledger per process file, or one would overwrite
+    // the other's records.
+    let ledger = set.ledger.clone();
     let map = set
         .ids()
         .into_iter()

@@ -11,6 +11,7 @@ pub(crate) mod components;
 pub mod faults;
 pub mod http_workload;
 pub mod images;
+pub mod processes;
 pub mod raw;
 pub(crate) mod sampling;
 pub mod schema;
@@ -80,6 +81,8 @@ pub enum Environment {
     },
     /// The system under test as containers (gateway, one pool per zone, Redis).
     Containers { images: images::ContainerImages },
+    /// The user's own service, started from its commands (`processes.rs`).
+    Processes(processes::ProcessesEnv),
 }
 
 /// The kinds of environment, as written in a file (`environment:`) and on
@@ -95,6 +98,8 @@ pub enum EnvironmentKind {
     Containers,
     /// A service you started (`target:`); faults only through its admin API.
     External,
+    /// Your own service, started by the harness from `system.processes`.
+    Processes,
 }
 
 impl EnvironmentKind {
@@ -103,6 +108,7 @@ impl EnvironmentKind {
             EnvironmentKind::Embedded => "embedded",
             EnvironmentKind::Containers => "containers",
             EnvironmentKind::External => "external",
+            EnvironmentKind::Processes => "processes",
         }
     }
 }
@@ -113,6 +119,7 @@ impl Environment {
             Environment::Embedded => EnvironmentKind::Embedded,
             Environment::External { .. } => EnvironmentKind::External,
             Environment::Containers { .. } => EnvironmentKind::Containers,
+            Environment::Processes(_) => EnvironmentKind::Processes,
         }
         .as_str()
     }
@@ -413,6 +420,16 @@ pub enum SwitchError {
     /// An external environment needs the target the file names.
     #[error("--environment external needs a target: set `environment: external` and `target:` in the file")]
     NoTarget,
+    /// The experiment (named) runs its own processes.
+    #[error(
+        "{0} runs its own processes (environment processes); --environment cannot change that"
+    )]
+    Processes(String),
+    /// `--environment processes` needs the processes the file names.
+    #[error(
+        "--environment processes needs `environment: processes` and `system.processes` in the file"
+    )]
+    NoProcesses,
     /// A generic fault the containers environment cannot carry out.
     #[error("{0} has a {1} fault that only the embedded environment can apply here (see `harness validate` with `environment: containers` for why)")]
     Generic(String, &'static str),
@@ -426,6 +443,9 @@ impl Experiment {
         if let Environment::External { .. } = self.environment {
             return Err(SwitchError::External(self.name.clone()));
         }
+        if let Environment::Processes(_) = self.environment {
+            return Err(SwitchError::Processes(self.name.clone()));
+        }
         if let EnvironmentKind::Containers = kind {
             if let Some(f) = self.generic_faults().find(|f| f.in_containers().is_err()) {
                 return Err(SwitchError::Generic(self.name.clone(), f.kind()));
@@ -437,6 +457,7 @@ impl Experiment {
                 images: self.container_images.clone(),
             },
             EnvironmentKind::External => return Err(SwitchError::NoTarget),
+            EnvironmentKind::Processes => return Err(SwitchError::NoProcesses),
         };
         Ok(())
     }

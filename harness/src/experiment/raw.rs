@@ -10,7 +10,6 @@ use retry_policy::RetryConfig;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 use std::collections::BTreeMap;
-use sut::SystemConfig;
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -30,11 +29,12 @@ pub struct RawExperiment {
     /// The short form `--quick` runs: a shorter duration with its own timeline and expectations.
     #[serde(default)]
     pub quick: Option<RawQuick>,
-    /// Where the system under test runs: `embedded` (default), `containers` or `external`.
+    /// Where the system under test runs: `embedded` (default), `containers`, `external` or `processes`.
     #[serde(default)]
     #[schemars(with = "Option<super::EnvironmentKind>")]
     pub environment: Option<Spanned<super::EnvironmentKind>>,
-    /// The running service an `external` environment drives.
+    /// The running service an `external` environment drives, or the process
+    /// of `environment: processes` the load goes to.
     #[serde(default)]
     pub target: Option<RawTarget>,
     /// Image names for the `containers` environment.
@@ -43,9 +43,10 @@ pub struct RawExperiment {
     /// The thresholds the verdict and the wave detection use (never the rule itself).
     #[serde(default)]
     pub analysis: RawAnalysis,
-    /// The system under test's configuration, shared by every variant.
+    /// The system under test's configuration, shared by every variant
+    /// (with `environment: processes`, only `processes`: your own service).
     #[serde(default)]
-    pub system: SystemConfig,
+    pub system: super::processes::RawSystem,
     /// The traffic: arrivals, documents, tenants and the clients' retry behaviour.
     pub workload: RawWorkload,
     /// The incident's faults and operators' actions, at times from the start.
@@ -155,8 +156,14 @@ pub struct RawQuick {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawTarget {
-    #[schemars(with = "String")]
-    pub url: Spanned<String>,
+    /// The external target's URL (`environment: external`).
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub url: Option<Spanned<String>>,
+    /// `environment: processes`: the process the load goes to (default: the only one).
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub process: Option<Spanned<String>>,
     #[serde(default)]
     pub admin_token: Option<String>,
     /// Its parts that generic faults may act on, by name.
@@ -408,9 +415,10 @@ pub struct RawTimelineEntry {
 pub struct RawVariant {
     #[serde(default)]
     pub description: String,
-    /// Overrides of the base system configuration (merged key by key).
+    /// Overrides of the base system configuration (merged key by key;
+    /// `processes.NAME.command`, `env`, `cwd`, `config` with `environment: processes`).
     #[serde(default)]
-    pub system: Option<SystemConfig>,
+    pub system: Option<super::processes::RawSystem>,
     /// Overrides of the client behaviour.
     #[serde(default)]
     pub client: Option<RawClientOverride>,

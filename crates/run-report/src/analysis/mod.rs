@@ -105,6 +105,9 @@ pub fn integrity_problems(i: &Integrity) -> Vec<String> {
             i.pending_agent_lost
         ));
     }
+    for p in &i.processes_exited {
+        problems.push(format!("the system under test's process {p}"));
+    }
     if !i.accounted() {
         problems.push(format!(
             "{} submitted but {} completed + {} given up + {} pending = {}",

@@ -480,6 +480,11 @@ pub struct Integrity {
     /// same number of times have the same digest, however the load was split.
     #[serde(default)]
     pub submitted_digest: u64,
+    /// Processes of the system under test that exited by themselves while
+    /// the variant ran (`environment: processes`), one line each: its name,
+    /// exit status and last log lines. Must be empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub processes_exited: Vec<String>,
 }
 
 impl Integrity {

@@ -53,6 +53,8 @@ pub enum ContainerError {
     },
     #[error(transparent)]
     Proxy(#[from] crate::env::proxy_gateway::ProxyError),
+    #[error(transparent)]
+    Ledger(#[from] crate::env::ledger::LedgerError),
     #[error("starting the {kind} gateway container ({image}): {}", Causes(&**.error))]
     ProxyStart {
         kind: String,

@@ -52,3 +52,36 @@ async fn container_records_are_undone() {
     c.rm().await.unwrap();
     assert_eq!(record(PAUSED).undo().unwrap(), "container pool-az1 is gone");
 }
+
+/// A containers variant's network record, as a SIGKILLed harness leaves
+/// it (a network and containers named after it): its undo removes the
+/// containers and the network, and says so; a second undo finds nothing.
+/// Needs only the engine (the image is imported from a tar made here);
+/// skipped without it, unless `HARNESS_REQUIRE_DOCKER=1`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_variant_network_record_removes_its_containers_and_network() {
+    if let Err(why) = docker::ping().await {
+        assert!(
+            std::env::var("HARNESS_REQUIRE_DOCKER").as_deref() != Ok("1"),
+            "HARNESS_REQUIRE_DOCKER=1 but: {why}"
+        );
+        println!("SKIPPED: {why}");
+        return;
+    }
+    let network = format!("overload-ledger-test-{}", std::process::id());
+    docker::leave_variant(&network).await.unwrap();
+    let left = docker::names_starting(&network).unwrap();
+    assert_eq!(left.len(), 3, "{left:?}");
+    let record = Record::DockerNetwork {
+        network: network.clone(),
+    };
+    let done = record.undo().unwrap();
+    assert!(done.contains("removed 2 container(s)"), "{done}");
+    assert_eq!(
+        docker::names_starting(&network).unwrap(),
+        Vec::<String>::new()
+    );
+    let again = record.undo().unwrap();
+    assert!(again.contains("nothing left"), "{again}");
+    docker::remove_test_image().await.unwrap();
+}

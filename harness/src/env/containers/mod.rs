@@ -22,7 +22,9 @@
 //! `HARNESS_SUT_IMAGE` / `HARNESS_REDIS_IMAGE` (`HARNESS_HAPROXY_IMAGE`,
 //! `HARNESS_NGINX_IMAGE`) variables, then the defaults.
 //! Containers and the network are removed when the variant ends (testcontainers
-//! removes them on drop, also when the harness is interrupted).
+//! removes them on drop, also when the harness is interrupted); the network
+//! is in the fault ledger from before the first container starts until
+//! then, so after a SIGKILL the next start removes its containers and it.
 
 mod error;
 mod paths;
@@ -203,6 +205,10 @@ pub struct ContainerSet {
     /// The fault proxy in the path into each pool a `network` fault names.
     pub(crate) fault_proxies: BTreeMap<String, Arc<FaultProxy>>,
     pub network: String,
+    /// The fault ledger (shared with the variant's generic faults) and
+    /// the network's record in it.
+    pub(crate) ledger: Arc<crate::env::ledger::Ledger>,
+    record: Option<u64>,
 }
 
 impl ContainerSet {
@@ -243,6 +249,9 @@ impl ContainerSet {
         }
         // The pools and Redis go when their last handle drops.
         drop(self.redis.take());
+        if let Some(id) = self.record.take() {
+            self.ledger.remove(id);
+        }
     }
 }
 
@@ -255,13 +264,38 @@ pub async fn start(
     images: &ContainerImages,
     network_faulted: &BTreeSet<String>,
 ) -> Result<ContainerSet, ContainerError> {
-    let needs_redis = matches!(&config.cache.backend, CacheBackend::Redis(r) if r.url.is_none());
-    check_images(images, needs_redis).await?;
+    check_images(images, needs_redis(config)).await?;
     if let Some(p) = &config.gateway.proxy {
         check_these(&[images.proxy(p)]).await?;
     }
-    let mut startup = Startup::new(variant, config.clone(), images);
-    let redis = if needs_redis {
+    let startup = Startup::new(variant, config.clone(), images);
+    let ledger = Arc::new(crate::env::ledger::Ledger::open()?);
+    let record = ledger.add(crate::env::ledger::Record::DockerNetwork {
+        network: startup.network.clone(),
+    })?;
+    let set = start_recorded(startup, config, images, network_faulted, ledger.clone()).await;
+    match set {
+        Ok(mut set) => {
+            set.record = Some(record);
+            Ok(set)
+        }
+        Err(e) => {
+            // What started is removed as its handles drop.
+            ledger.remove(record);
+            Err(e)
+        }
+    }
+}
+
+/// [`start`] once the network is in the ledger.
+async fn start_recorded(
+    mut startup: Startup<'_>,
+    config: &SystemConfig,
+    images: &ContainerImages,
+    network_faulted: &BTreeSet<String>,
+    ledger: Arc<crate::env::ledger::Ledger>,
+) -> Result<ContainerSet, ContainerError> {
+    let redis = if needs_redis(config) {
         Some(startup.redis().await?)
     } else {
         None
@@ -295,7 +329,14 @@ pub async fn start(
         face,
         fault_proxies,
         network: startup.network,
+        ledger,
+        record: None,
     })
+}
+
+/// Whether the variant runs a Redis container of its own.
+fn needs_redis(config: &SystemConfig) -> bool {
+    matches!(&config.cache.backend, CacheBackend::Redis(r) if r.url.is_none())
 }
 
 /// One variant's containers while they start, in order: Redis, the pools,

@@ -214,12 +214,15 @@ pub(super) fn fits(
 ) -> Result<(), ExperimentError> {
     use crate::experiment::{Environment, Submission};
     let at = &w.classes.referenced;
-    if !matches!(environment, Environment::External { .. }) {
+    if !matches!(
+        environment,
+        Environment::External { .. } | Environment::Processes(_)
+    ) {
         return Err(cx.err(
             at,
             "workload.http",
             format!(
-                "drives a service of your own, but environment {} runs this project's system (which speaks the documents' API): use environment external with target.url",
+                "drives a service of your own, but environment {} runs this project's system (which speaks the documents' API): use environment processes (the harness starts it) or external (target.url)",
                 environment.kind()
             ),
         ));

@@ -22,6 +22,7 @@ mod clock;
 mod http_workload;
 pub use clock::check_virtual_clock;
 mod expect;
+mod processes;
 mod proxy;
 mod sections;
 pub(crate) use proxy::{binary as proxy_binary, which};
@@ -144,10 +145,11 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
     let tree: serde_json::Value = serde_saphyr::from_str(text).map_err(|e| yaml_error(file, &e))?;
     let name = sections::name(&cx, &raw)?;
     let form = sections::form(&cx, &raw, quick)?;
-    let environment = sections::environment(&cx, &raw)?;
+    let mut environment = sections::environment(&cx, &raw)?;
     let analysis = sections::analysis_config(&cx, &form.analysis)?;
     let (workload, implied) = sections::workload(&cx, &raw.workload, form.duration)?;
     let mut variants = sections::variants(&cx, &raw, &tree, &environment)?;
+    processes::processes(&cx, &raw, &tree, &mut environment, &variants)?;
     proxy::proxies(&cx, &raw, &mut variants, &environment)?;
     let timeline = timeline::timeline(
         &cx,

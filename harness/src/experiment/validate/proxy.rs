@@ -47,7 +47,7 @@ pub(super) fn proxies(
         let process = match environment {
             Environment::Embedded => true,
             Environment::Containers { .. } => false,
-            Environment::External { .. } => {
+            Environment::External { .. } | Environment::Processes(_) => {
                 return Err(err("", format!("a proxy gateway runs where the harness starts the system (embedded, as a child process on loopback; containers, as a container); not in {}", environment.kind())));
             }
         };

@@ -86,8 +86,15 @@ pub(super) fn environment(cx: &Ctx, raw: &RawExperiment) -> Result<Environment, 
                         "environment external needs `target: { url: ... }`",
                     )
                 })?;
+                let url = t.url.as_ref().ok_or_else(|| {
+                    cx.err(
+                        &s.referenced,
+                        "target.url",
+                        "environment external needs `target: { url: ... }`",
+                    )
+                })?;
                 Environment::External {
-                    url: target_url(cx, &t.url, "target.url", t.allow_remote)?,
+                    url: target_url(cx, url, "target.url", t.allow_remote)?,
                     admin_token: t.admin_token.clone(),
                     components: t.components.clone(),
                     metrics: t
@@ -100,6 +107,8 @@ pub(super) fn environment(cx: &Ctx, raw: &RawExperiment) -> Result<Environment, 
             EnvironmentKind::Containers => Environment::Containers {
                 images: container_images(raw),
             },
+            // Filled per variant once the variants are known (`processes.rs`).
+            EnvironmentKind::Processes => Environment::Processes(Default::default()),
         },
     })
 }
@@ -533,6 +542,10 @@ fn variant_system(
     let mut merged = base_system_tree.clone();
     if let Some(over) = tree.pointer(&format!("/variants/{}/system", escape_pointer(vname))) {
         merge(&mut merged, over);
+    }
+    // `processes` is the processes environment's (`processes.rs`).
+    if let Some(m) = merged.as_object_mut() {
+        m.remove("processes");
     }
     let system: SystemConfig = serde_json::from_value(merged)
         .map_err(|e| cx.err(at, format!("variants.{vname}.system"), e.to_string()))?;

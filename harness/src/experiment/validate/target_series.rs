@@ -22,11 +22,13 @@ pub(super) fn target_series(
 ) -> Result<Vec<TargetSeriesExpr>, ExperimentError> {
     let metrics = match environment {
         Environment::External { metrics, .. } => metrics.as_ref(),
-        Environment::Embedded | Environment::Containers { .. } => None,
+        Environment::Embedded | Environment::Containers { .. } | Environment::Processes(_) => None,
     };
+    // The processes environment's sampler reads its `target.metrics`.
+    let processes = matches!(environment, Environment::Processes(_));
     if let (Some(m), true) = (
         raw.target.as_ref().and_then(|t| t.metrics.as_ref()),
-        raw.target_series.is_empty() && raw.alerts.is_none(),
+        raw.target_series.is_empty() && raw.alerts.is_none() && !processes,
     ) {
         return Err(cx.err(&m.referenced, "target.metrics", "nothing reads it: it is scraped for `target_series:` expressions and `alerts:` rules; add one or remove it"));
     }

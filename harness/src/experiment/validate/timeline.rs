@@ -115,6 +115,7 @@ fn timeline_entry(
     };
     let field = format!("{f}.{kind}");
     let op = if let Some(o) = value.get("oversized_documents") {
+        no_admin_api(cx, at_loc, &format!("{field}.oversized_documents"), env)?;
         oversized(cx, at_loc, &field, o, at, duration)?
     } else if let Some(o) = value.get("load_spike") {
         let spike_field = format!("{field}.load_spike");
@@ -131,6 +132,7 @@ fn timeline_entry(
     {
         TimelineOp::Generic(generic(cx, at_loc, &field, value, zones, env)?)
     } else {
+        no_admin_api(cx, at_loc, &field, env)?;
         TimelineOp::Admin(admin(cx, at_loc, &field, value, zones, env)?)
     };
     entry_duration(cx, at_loc, &f, &op, at, dur, duration)?;
@@ -211,6 +213,7 @@ fn generic(
         .map_err(|(k, why)| cx.err(at_loc, format!("{inner}.{k}"), why))?;
     let names = match env {
         Environment::External { components, .. } => components.keys().cloned().collect(),
+        Environment::Processes(p) => p.names(),
         Environment::Embedded | Environment::Containers { .. } => {
             crate::experiment::components::component_names(zones)
         }
@@ -226,7 +229,7 @@ fn generic(
         ));
     }
     match env {
-        Environment::Embedded => Ok(f),
+        Environment::Embedded | Environment::Processes(_) => Ok(f),
         Environment::Containers { .. } => match f.in_containers() {
             Ok(()) => Ok(f),
             Err(why) => Err(cx.err(at_loc, field, why)),
@@ -238,6 +241,21 @@ fn generic(
                 Err(why) => Err(cx.err(at_loc, field, why)),
             }
         }
+    }
+}
+
+/// Your own service (`environment: processes`) has no admin API: an entry
+/// that needs one (an admin command, oversized documents, whose residue is
+/// asked of it) is refused.
+fn no_admin_api(
+    cx: &Ctx,
+    at_loc: &Location,
+    field: &str,
+    env: &Environment,
+) -> Result<(), ExperimentError> {
+    match env {
+        Environment::Processes(_) => Err(cx.err(at_loc, field, format!("environment processes has no admin API (your own service), so this entry cannot run; use a generic fault ({}) or a load_spike", crate::experiment::faults::GenericFault::kinds().join(", ")))),
+        _ => Ok(()),
     }
 }
 

@@ -176,9 +176,12 @@ impl<'a> VariantDrive<'a> {
         }
         let (baseline, scraped) = self.baseline_scrape().await?;
         let missing = crate::observe::scrape::missing(&baseline);
-        let unmeasured = match &self.exp.workload.http {
-            Some(_) => not_applicable(&missing),
-            None => unmeasured(&missing, &self.v.name),
+        let unmeasured = if self.exp.workload.http.is_some() {
+            blanked(&missing, |series| format!("not applicable: the service does not export {series} (pages, de-duplication and the GPU are this project's system's)"))
+        } else if !scraped {
+            blanked(&missing, |_| "the service has no metrics (`target.metrics` not set)".to_string())
+        } else {
+            unmeasured(&missing, &self.v.name)
         };
         let watchers = self.start_watchers(entries, admin, &running, (baseline, scraped));
         let driven = self.drive(&running).await;
@@ -194,6 +197,11 @@ impl<'a> VariantDrive<'a> {
     /// page of its own, and the verdict stands on what its clients saw.
     async fn baseline_scrape(&self) -> Result<(Scrape, bool), RunError> {
         let generic = self.exp.workload.http.is_some();
+        // A user's processes without `target.metrics`: their environment
+        // said so once when it started them.
+        if !self.target.has_metrics() {
+            return Ok((Scrape::default(), false));
+        }
         if generic && self.target.metrics_url().is_none() {
             eprintln!(
                 "NOTE ({}): no target.metrics: the service's own metrics are not read; the verdict stands on what the clients saw",
@@ -482,7 +490,10 @@ impl<'a> VariantDrive<'a> {
             tenant_latency: recorder.tenant_latency(),
             tenant_traffic: recorder.tenant_traffic(),
             oversized_tenants: workload::oversized_tenants(&self.exp.timeline),
-            integrity: recorder.integrity(),
+            integrity: run_report::Integrity {
+                processes_exited: self.target.exited_processes(),
+                ..recorder.integrity()
+            },
             triggers: c.triggers,
             load_end_s: Some(self.exp.duration.as_secs_f64()),
             interrupted: self.stop.is_set(),
@@ -531,19 +542,18 @@ async fn drive_on_own_runtime(
 
 /// Says loudly which series the target lacks and which report figures they
 /// blank; returns those figures with why (they read "n/a", never 0).
-/// A generic HTTP workload's report figures that only this project's
-/// system has (pages, de-duplication, the GPU, its cache and gateway):
-/// not applicable, said once in the report rather than shown as zeros.
-fn not_applicable(
+/// The report figures a target's missing series would feed, each with
+/// `why` (said in the report once, not warned series by series): a user's
+/// service without metrics, or a generic HTTP workload, whose service has
+/// no pages, de-duplication or GPU.
+fn blanked(
     missing: &[(&'static str, &'static [run_report::Metric])],
+    why: impl Fn(&str) -> String,
 ) -> BTreeMap<run_report::Metric, String> {
     missing
         .iter()
         .flat_map(|(series, feeds)| feeds.iter().map(move |f| (*f, *series)))
-        .map(|(f, series)| {
-            let why = format!("not applicable: the service does not export {series} (pages, de-duplication and the GPU are this project's system's)");
-            (f, why)
-        })
+        .map(|(f, series)| (f, why(series)))
         .collect()
 }
 

@@ -307,6 +307,12 @@ pub(crate) fn check_renderable(exp: &Experiment, o: &K8sOptions) -> Result<(), R
     if !(1..=1000).contains(&o.agents) {
         return Err(RenderError::Agents(o.agents));
     }
+    if let crate::experiment::Environment::Processes(_) = exp.environment {
+        return Err(RenderError::Environment(format!(
+            "{} runs its own processes; only an embedded or containers experiment can be rendered",
+            exp.name
+        )));
+    }
     if let crate::experiment::Environment::External { .. } = exp.environment {
         return Err(RenderError::Environment(format!(
             "{} drives an external target; only an embedded or containers experiment (whose system the harness starts) can be rendered",
