@@ -190,15 +190,19 @@ pub(crate) fn print_summary(o: &run::RunOutcome, quiet: bool) {
             Some(x) if x.is_finite() => format!("{:.digits$}", x * scale),
             _ => "n/a".to_string(),
         };
+        let percent = |k| match m(k, 100.0, 1) {
+            na if na == "n/a" => na,
+            x => format!("{x}%"),
+        };
         eprintln!(
-            "{:>12}: {} | waves {} | peak failure {} | amplification peak {} mean {} | duplicate compute {}% | cache writes lost {} | lost documents {} | incorrect results {}",
+            "{:>12}: {} | waves {} | peak failure {} | amplification peak {} mean {} | duplicate compute {} | cache writes lost {} | lost documents {} | incorrect results {}",
             v.name,
             v.verdict.label(),
             m(Metric::Waves, 1.0, 0),
             m(Metric::PeakFailureRatio, 1.0, 2),
             m(Metric::AmplificationPeak, 1.0, 2),
             m(Metric::AmplificationMean, 1.0, 2),
-            m(Metric::DuplicateComputeShare, 100.0, 1),
+            percent(Metric::DuplicateComputeShare),
             m(Metric::CacheWritesLost, 1.0, 0),
             m(Metric::LostDocuments, 1.0, 0),
             m(Metric::IncorrectResults, 1.0, 0),
