@@ -177,9 +177,13 @@ impl<'a> VariantDrive<'a> {
         let (baseline, scraped) = self.baseline_scrape().await?;
         let missing = crate::observe::scrape::missing(&baseline);
         let unmeasured = if self.exp.workload.http.is_some() {
-            blanked(&missing, |series| format!("not applicable: the service does not export {series} (pages, de-duplication and the GPU are this project's system's)"))
+            blanked(&missing, |series| {
+                format!("not applicable: the service does not export {series} (pages, de-duplication and the GPU are this project's system's)")
+            })
         } else if !scraped {
-            blanked(&missing, |_| "the service has no metrics (`target.metrics` not set)".to_string())
+            blanked(&missing, |_| {
+                "the service has no metrics (`target.metrics` not set)".to_string()
+            })
         } else {
             unmeasured(&missing, &self.v.name)
         };
