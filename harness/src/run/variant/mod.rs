@@ -177,13 +177,12 @@ impl<'a> VariantDrive<'a> {
         let (baseline, scraped) = self.baseline_scrape().await?;
         let missing = crate::observe::scrape::missing(&baseline);
         let unmeasured = if self.exp.workload.http.is_some() {
-            blanked(&missing, |series| {
-                format!("not applicable: the service does not export {series} (pages, de-duplication and the GPU are this project's system's)")
-            })
+            blanked(&missing, "not applicable to a generic HTTP service (figures of this project's system: its pages, de-duplication, GPU, cache and gateway)")
         } else if !scraped {
-            blanked(&missing, |_| {
-                "the service has no metrics (`target.metrics` not set)".to_string()
-            })
+            blanked(
+                &missing,
+                "the service has no metrics (`target.metrics` not set)",
+            )
         } else {
             unmeasured(&missing, &self.v.name)
         };
@@ -544,22 +543,23 @@ async fn drive_on_own_runtime(
     (result, cost)
 }
 
-/// Says loudly which series the target lacks and which report figures they
-/// blank; returns those figures with why (they read "n/a", never 0).
 /// The report figures a target's missing series would feed, each with
 /// `why` (said in the report once, not warned series by series): a user's
 /// service without metrics, or a generic HTTP workload, whose service has
 /// no pages, de-duplication or GPU.
 fn blanked(
     missing: &[(&'static str, &'static [run_report::Metric])],
-    why: impl Fn(&str) -> String,
+    why: &str,
 ) -> BTreeMap<run_report::Metric, String> {
     missing
         .iter()
-        .flat_map(|(series, feeds)| feeds.iter().map(move |f| (*f, *series)))
-        .map(|(f, series)| (f, why(series)))
+        .flat_map(|(_, feeds)| feeds.iter())
+        .map(|f| (*f, why.to_string()))
         .collect()
 }
+
+/// Says loudly which series the target lacks and which report figures they
+/// blank; returns those figures with why (they read "n/a", never 0).
 
 fn unmeasured(
     missing: &[(&'static str, &'static [run_report::Metric])],
