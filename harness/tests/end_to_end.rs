@@ -221,6 +221,7 @@ async fn arrival_rate_holds_at_2000_per_second() {
             tenant: "t1".into(),
             pages: 1,
             planned: std::time::Duration::from_micros(i * 500),
+            class: None,
         })
         .collect();
     let load_end = start + std::time::Duration::from_secs(10);

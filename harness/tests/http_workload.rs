@@ -38,6 +38,32 @@ fn the_generic_workload_validates() {
     assert_eq!(h.success.retry_later, vec![429, 503]);
 }
 
+/// A burst of one class's requests is the generic workload's own trigger.
+#[test]
+fn a_burst_of_requests_is_a_trigger_of_a_named_class() {
+    let burst = |class: &str| {
+        HTTP.replace(
+            "variants:",
+            &format!("timeline:\n  - {{ at: 8s, fault: {{ requests: {{ class: {class}, count: 20, spread: 1s }} }} }}\nvariants:"),
+        )
+    };
+    let e = parse(&burst("write"), "exp.yaml", false).unwrap();
+    let t = &e.timeline[0];
+    assert!(t.trigger && t.label.contains("x20 write requests"), "{t:?}");
+    let err = parse(&burst("nope"), "exp.yaml", false).unwrap_err();
+    assert_eq!(
+        (err.line, err.field.as_str()),
+        (15, "timeline[0].requests.class")
+    );
+    assert!(err.message.contains("read, write"), "{err}");
+    // Documents have no classes.
+    let docs = burst("write").replace(
+        "  http:\n",
+        "  documents: { pages: { fixed: 1 }, tenants: 1 }\n  ignored:\n",
+    );
+    assert!(parse(&docs, "exp.yaml", false).is_err());
+}
+
 #[test]
 fn bad_generic_workloads_are_located() {
     let e = broken("status: [200]", "status: []");

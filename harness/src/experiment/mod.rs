@@ -396,6 +396,11 @@ pub struct OversizedDocuments {
     #[serde(default, with = "humantime_serde")]
     #[schemars(with = "Option<String>")]
     pub spread: Option<Duration>,
+    /// A generic HTTP workload's burst (`requests:`): the class every one
+    /// of them is, instead of a class drawn by share.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub class: Option<String>,
 }
 
 impl TimelineOp {

@@ -480,4 +480,6 @@ pub(crate) enum HarnessOp {
     OversizedDocuments(super::OversizedDocuments),
     /// Extra arrivals on top of the workload for the entry's duration.
     LoadSpike(RawLoadSpike),
+    /// A burst of one class of a generic HTTP workload's requests.
+    Requests(super::http_workload::raw::RawRequests),
 }

@@ -30,6 +30,9 @@ pub struct Document {
     pub pages: u32,
     /// Planned time of the first attempt, since the variant's start.
     pub planned: Duration,
+    /// A generic HTTP workload's class for a timeline burst (`requests:`);
+    /// `None`: drawn by the classes' shares (`journey/http.rs`).
+    pub class: Option<String>,
 }
 
 /// Member `k` of the population: the same document whenever it is drawn.
@@ -104,6 +107,7 @@ impl<'a> Traffic<'a> {
                     tenant,
                     pages,
                     planned,
+                    class: None,
                 }
             }
             None => {
@@ -113,6 +117,7 @@ impl<'a> Traffic<'a> {
                     tenant,
                     pages: sample_pages(self.pages, rng),
                     planned,
+                    class: None,
                 }
             }
         }
@@ -171,6 +176,7 @@ pub fn oversized(seed: u64, entry: usize, at: Duration, o: &OversizedDocuments) 
                 + o.spread
                     .unwrap_or_default()
                     .mul_f64(f64::from(k) / f64::from(o.count)),
+            class: o.class.clone(),
         })
         .collect()
 }

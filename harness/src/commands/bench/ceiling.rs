@@ -320,6 +320,7 @@ pub(super) fn evenly(n: u64, rate: f64) -> Vec<Document> {
             tenant: "t1".into(),
             pages: 1,
             planned: Duration::from_secs_f64(i as f64 / rate),
+            class: None,
         })
         .collect()
 }

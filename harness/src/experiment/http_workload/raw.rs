@@ -73,6 +73,23 @@ pub enum RawCheck {
     JsonPointer { pointer: String, equals: String },
 }
 
+/// `requests:` in a timeline entry: a burst of one class's requests, a
+/// generic workload's trigger as oversized documents are seed 000's
+/// (`{ class: upload, count: 50, spread: 5s }`).
+#[derive(Debug, Deserialize, Clone, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawRequests {
+    /// One of `workload.http.classes`.
+    pub class: String,
+    pub count: u32,
+    /// Whose clients send them (default `t1`).
+    #[serde(default)]
+    pub tenant: Option<String>,
+    /// Arrivals spread over this time (default: all at once).
+    #[serde(default)]
+    pub spread: Option<String>,
+}
+
 /// `success: { status: [200], retry_later: [429, 503] }`.
 #[derive(Debug, Deserialize, Clone, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]

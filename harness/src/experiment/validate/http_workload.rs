@@ -242,13 +242,90 @@ pub(super) fn fits(
         let Some(value) = e.value.fault.as_ref().or(e.value.action.as_ref()) else {
             continue;
         };
+        if let Some(class) = value.get("requests").and_then(|r| r.get("class")) {
+            let names: Vec<&str> = w
+                .classes
+                .value
+                .iter()
+                .map(|c| c.value.name.as_str())
+                .collect();
+            if !names.iter().any(|n| Some(*n) == class.as_str()) {
+                return Err(cx.err(
+                    &e.referenced,
+                    format!("timeline[{i}].requests.class"),
+                    format!(
+                        "{class} is not a class of workload.http (its classes: {})",
+                        names.join(", ")
+                    ),
+                ));
+            }
+            continue;
+        }
         let allowed =
             value.get("load_spike").is_some() || generic.iter().any(|k| value.get(k).is_some());
         if !allowed {
             return Err(cx.err(
                 &e.referenced,
                 format!("timeline[{i}]"),
-                "with workload.http the trigger is a load spike or a generic fault (cpu_limit, pause, kill, network): the other entries need this project's documents or admin API",
+                "with workload.http the trigger is a burst of `requests`, a load spike or a generic fault (cpu_limit, pause, kill, network): the other entries need this project's documents or admin API",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `requests:` (in `field`): a burst of one class's requests, lowered to
+/// the harness-side trigger that oversized documents are, with its class
+/// (the class itself is checked against the workload by [`fits`]).
+pub(super) fn requests(
+    cx: &Ctx,
+    at_loc: &Location,
+    field: &str,
+    value: &serde_json::Value,
+    at: std::time::Duration,
+    duration: std::time::Duration,
+) -> Result<crate::experiment::TimelineOp, ExperimentError> {
+    use crate::experiment::http_workload::raw::RawRequests;
+    let r: RawRequests =
+        serde_json::from_value(value.clone()).map_err(|e| cx.err(at_loc, field, e.to_string()))?;
+    if r.count == 0 || r.count > 10_000 {
+        return Err(cx.err(at_loc, format!("{field}.count"), "must be in 1..=10000"));
+    }
+    let spread = match &r.spread {
+        Some(s) => Some(cx.duration(at_loc, &format!("{field}.spread"), s)?),
+        None => None,
+    };
+    if spread.is_some_and(|s| at + s >= duration) {
+        return Err(cx.err(
+            at_loc,
+            format!("{field}.spread"),
+            "the last request would arrive after the run; the spread must end inside it",
+        ));
+    }
+    Ok(crate::experiment::TimelineOp::OversizedDocuments(
+        crate::experiment::OversizedDocuments {
+            tenant: r.tenant.unwrap_or_else(|| "t1".to_string()),
+            count: r.count,
+            min_pages: 1,
+            max_pages: 1,
+            spread,
+            class: Some(r.class),
+        },
+    ))
+}
+
+/// Without `workload.http` there is no class for a `requests` burst.
+pub(super) fn no_requests(
+    cx: &Ctx,
+    timeline: &[serde_saphyr::Spanned<crate::experiment::raw::RawTimelineEntry>],
+) -> Result<(), ExperimentError> {
+    for (i, e) in timeline.iter().enumerate() {
+        let value = e.value.fault.as_ref().or(e.value.action.as_ref());
+        if value.is_some_and(|v| v.get("requests").is_some()) {
+            return Err(cx.err(
+                &e.referenced,
+                format!("timeline[{i}].requests"),
+                "a burst of requests needs workload.http (its classes); documents' trigger is oversized_documents",
             ));
         }
     }

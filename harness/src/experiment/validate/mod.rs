@@ -160,8 +160,9 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
         &environment,
         &analysis,
     )?;
-    if let Some(h) = &raw.workload.http {
-        http_workload::fits(&cx, h, &form.timeline, &environment, &variants)?;
+    match &raw.workload.http {
+        Some(h) => http_workload::fits(&cx, h, &form.timeline, &environment, &variants)?,
+        None => http_workload::no_requests(&cx, &form.timeline)?,
     }
     let alerts = alerts::alerts(&cx, &raw)?;
     let target_series = target_series::target_series(&cx, &raw, &environment)?;

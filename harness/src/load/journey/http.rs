@@ -65,6 +65,14 @@ pub(crate) fn prepare(seed: u64, http: &HttpWorkload, doc: &Document) -> HttpReq
         }
         u -= c.share;
     }
+    // A timeline burst names its class (validated to be one of them).
+    if let Some(i) = doc
+        .class
+        .as_ref()
+        .and_then(|name| http.classes.iter().position(|c| &c.name == name))
+    {
+        class = i;
+    }
     let key = match &http.keys {
         Some(p) => Draw::new(p).next(&mut rng),
         None => doc.id,
@@ -227,6 +235,7 @@ mod tests {
             tenant: "t2".into(),
             pages: 1,
             planned: std::time::Duration::ZERO,
+            class: None,
         }
     }
 
@@ -246,6 +255,12 @@ mod tests {
         assert!((120..=290).contains(&uploads), "{uploads} uploads of 20000");
         let (a, b) = (prepare(7, &w, &doc(3)), prepare(7, &w, &doc(3)));
         assert_eq!((a.class, a.key, a.body), (b.class, b.key, b.body));
+        // A timeline burst's request is of its named class, whatever the share.
+        let burst = (0..200).map(|id| Document {
+            class: Some("upload".into()),
+            ..doc(id)
+        });
+        assert!(burst.map(|d| prepare(1, &w, &d)).all(|r| r.class == 1));
     }
 
     #[test]
