@@ -3,8 +3,8 @@
 //! `HARNESS_TEST_SKEW_VIRTUAL_GPU=10` makes the virtual GPU ten times
 //! faster, so the virtual runs are stable while the real ones fall into the
 //! storm. The page must say the clocks disagree, and the campaign fail.
-//! Without the skew the same check agrees (`the_clocks_agree...`, slower:
-//! run in `.ci/run` by the nightly's own command, not here).
+//! Without the skew the clocks agree; the nightly (`ci/nightly.sh`) checks
+//! that for every experiment the virtual clock accepts.
 
 mod common;
 
