@@ -144,6 +144,17 @@ pub struct Population {
     pub popularity: Popularity,
 }
 
+/// `population: { size: 2000, popularity: uniform | { zipf: { s: 1.1 } } }`
+/// as written (documents' population, a generic workload's keys); here,
+/// not in `raw.rs`, because both raw sections use it.
+#[derive(Debug, serde::Deserialize, Clone, PartialEq, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawPopulation {
+    pub size: u64,
+    #[serde(default)]
+    pub popularity: Popularity,
+}
+
 /// How often each member of a population is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]

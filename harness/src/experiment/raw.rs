@@ -307,14 +307,7 @@ pub struct RawDocuments {
     pub population: Option<Spanned<RawPopulation>>,
 }
 
-/// `population: { size: 2000, popularity: uniform | { zipf: { s: 1.1 } } }`.
-#[derive(Debug, Deserialize, Clone, PartialEq, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawPopulation {
-    pub size: u64,
-    #[serde(default)]
-    pub popularity: super::Popularity,
-}
+pub use super::RawPopulation;
 
 /// Pages per document.
 #[derive(Debug, Deserialize, Clone, Copy, PartialEq, serde::Serialize, schemars::JsonSchema)]

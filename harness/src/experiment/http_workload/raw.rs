@@ -1,8 +1,7 @@
 //! `workload.http` as written: strict serde structs, nothing interpreted
 //! (the validator, `validate/http_workload.rs`, checks and locates them).
 
-use crate::experiment::raw::RawPopulation;
-use crate::experiment::PageDistribution;
+use crate::experiment::{PageDistribution, RawPopulation};
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 use std::collections::BTreeMap;

@@ -31,7 +31,7 @@ pub(super) fn http_workload(
     };
     let keys = match &w.keys {
         None => None,
-        Some(p) => Some(super::sections::population(
+        Some(p) => Some(super::population(
             cx,
             &p.referenced,
             "workload.http.keys",

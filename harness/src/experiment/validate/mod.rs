@@ -30,6 +30,7 @@ pub(crate) use sections::loopback_host;
 mod spike;
 mod target_series;
 mod timeline;
+mod workload;
 
 use super::raw::*;
 use super::*;
@@ -147,7 +148,7 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
     let form = sections::form(&cx, &raw, quick)?;
     let mut environment = sections::environment(&cx, &raw)?;
     let analysis = sections::analysis_config(&cx, &form.analysis)?;
-    let (workload, implied) = sections::workload(&cx, &raw.workload, form.duration)?;
+    let (workload, implied) = workload::workload(&cx, &raw.workload, form.duration)?;
     let mut variants = sections::variants(&cx, &raw, &tree, &environment)?;
     processes::processes(&cx, &raw, &tree, &mut environment, &variants)?;
     proxy::proxies(&cx, &raw, &mut variants, &environment)?;
@@ -228,4 +229,29 @@ fn field_of(msg: &str) -> String {
         }
     }
     "(syntax)".into()
+}
+
+/// A finite population (`size`, `popularity`) checked.
+fn population(
+    cx: &Ctx,
+    at: &Location,
+    field: &str,
+    p: &RawPopulation,
+) -> Result<Population, ExperimentError> {
+    if p.size == 0 || p.size > 10_000_000 {
+        return Err(cx.err(at, format!("{field}.size"), "must be in 1..=10000000"));
+    }
+    if let Popularity::Zipf { s } = p.popularity {
+        if !(s > 0.0 && s.is_finite() && s <= 10.0) {
+            return Err(cx.err(
+                at,
+                format!("{field}.popularity.zipf.s"),
+                "must be in (0, 10]: the exponent of the Zipf law",
+            ));
+        }
+    }
+    Ok(Population {
+        size: p.size,
+        popularity: p.popularity,
+    })
 }
