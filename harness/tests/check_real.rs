@@ -21,7 +21,7 @@ fn campaign(
             "--variant",
             "before-fix",
         ])
-        .args(["--seeds", "1..10", "--check-real", "2", "--parallel", "2"])
+        .args(["--seeds", "1..6", "--check-real", "2", "--parallel", "2"])
         .arg("--out")
         .arg(dir)
         .env("XDG_RUNTIME_DIR", common::scratch("check-real-xdg"));
