@@ -165,6 +165,7 @@ impl Endpoint {
                 share: 1.0,
                 method: hyper::Method::GET,
                 path: Template::parse(STATIC_PATH).expect("a fixed path parses"),
+                fixed_path: Some(hyper::Uri::from_static(STATIC_PATH)),
                 headers: Vec::new(),
                 body: Body::None,
                 check: None,

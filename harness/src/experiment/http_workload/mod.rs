@@ -35,6 +35,9 @@ pub struct HttpClass {
     pub share: f64,
     pub method: Method,
     pub path: Template,
+    /// The path parsed once when it has no variable (`fixed_uri`): most
+    /// attempts then skip rendering and parsing it.
+    pub fixed_path: Option<hyper::Uri>,
     pub headers: Vec<(HeaderName, HeaderTemplate)>,
     pub body: Body,
     pub check: Option<ResponseCheck>,
@@ -83,6 +86,14 @@ pub enum StatusClass {
     /// A gateway's timeout (504): a timeout to the client's policy.
     Timeout,
     Error,
+}
+
+/// `path` parsed once if it names no variable.
+pub fn fixed_uri(path: &Template) -> Option<hyper::Uri> {
+    match path.parts.as_slice() {
+        [template::Part::Text(t)] => t.parse().ok(),
+        _ => None,
+    }
 }
 
 impl Success {

@@ -176,6 +176,7 @@ fn class(
         name: c.name.clone(),
         share: c.share,
         method,
+        fixed_path: crate::experiment::http_workload::fixed_uri(&path),
         path,
         headers,
         body,

@@ -36,7 +36,6 @@ struct AttemptValues<'a> {
     req: &'a HttpRequest,
     class: &'a HttpClass,
     attempt: u32,
-    sent_unix_us: u128,
 }
 
 impl Values for AttemptValues<'_> {
@@ -47,13 +46,32 @@ impl Values for AttemptValues<'_> {
             Var::Id => write!(out, "{}", self.doc.id),
             Var::Class => write!(out, "{}", self.class.name),
             Var::Attempt => write!(out, "{}", self.attempt),
-            Var::SentUnixUs => write!(out, "{}", self.sent_unix_us),
+            // Read when rendered, just before the send (and only by an
+            // attempt whose template names it).
+            Var::SentUnixUs => write!(
+                out,
+                "{}",
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_micros())
+            ),
         };
     }
 }
 
 /// Draws `doc`'s class, key and body.
 pub(crate) fn prepare(seed: u64, http: &HttpWorkload, doc: &Document) -> HttpRequest {
+    // One class, no keys, no body: nothing to draw (the bench's case, and
+    // a simple service's).
+    if let [only] = http.classes.as_slice() {
+        if http.keys.is_none() && matches!(only.body, Body::None) {
+            return HttpRequest {
+                class: 0,
+                key: doc.id,
+                body: Bytes::new(),
+            };
+        }
+    }
     let mut rng = StdRng::seed_from_u64(seed ^ doc.id ^ 0x4854_5450);
     let total: f64 = http.classes.iter().map(|c| c.share).sum();
     let mut u = rng.random_range(0.0..total);
@@ -105,7 +123,6 @@ fn values<'a>(
         req,
         class,
         attempt,
-        sent_unix_us: 0,
     }
 }
 
@@ -118,10 +135,7 @@ pub(super) async fn attempt(
     attempt: u32,
 ) -> (Attempt, Option<u16>) {
     let class = &http.classes[req.class];
-    let mut v = values(doc, req, class, attempt);
-    v.sent_unix_us = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros());
+    let v = values(doc, req, class, attempt);
     let Some(request) = build(class, &v, &req.body) else {
         // A rendered path or header that HTTP cannot carry (a variable's
         // value made it invalid): the attempt fails without leaving.
@@ -136,7 +150,10 @@ pub(super) async fn attempt(
 
 /// The request of one attempt; `None` if a rendered part is not valid HTTP.
 fn build(class: &HttpClass, v: &AttemptValues<'_>, body: &Bytes) -> Option<Request<Full<Bytes>>> {
-    let uri: Uri = class.path.render(v).parse().ok()?;
+    let uri: Uri = match &class.fixed_path {
+        Some(u) => u.clone(),
+        None => class.path.render(v).parse().ok()?,
+    };
     let mut r = Request::new(Full::new(body.clone()));
     *r.method_mut() = class.method.clone();
     *r.uri_mut() = uri;
@@ -206,6 +223,7 @@ mod tests {
             share,
             method: hyper::Method::POST,
             path: Template::parse("/items/{key}?t={tenant}&a={attempt}").unwrap(),
+            fixed_path: None,
             headers: vec![(
                 hyper::header::HeaderName::from_static("x-id"),
                 HeaderTemplate::Template(Template::parse("{id}-{class}").unwrap()),
