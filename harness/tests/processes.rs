@@ -669,3 +669,58 @@ fn a_variant_overrides_the_command_env_and_config_of_the_same_process() {
     assert_eq!(after.config.as_ref().unwrap().1, "workers = 4\n");
     assert_eq!(p.target, "web");
 }
+
+#[test]
+fn target_metrics_is_a_path_or_a_loopback_url_naming_a_process() {
+    for (name, target) in [
+        ("metrics-path", "target: { metrics: /metrics }"),
+        (
+            "metrics-url",
+            "target: { metrics: \"http://127.0.0.1:{port.web}/metrics\" }",
+        ),
+    ] {
+        let e = write(name, &[("SYSTEM", PYTHON), ("TARGET", target)]);
+        let out = validate(&e);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let err = refused(
+        "metrics-unknown",
+        &[
+            ("SYSTEM", PYTHON),
+            (
+                "TARGET",
+                "target: { metrics: \"http://127.0.0.1:{port.db}/metrics\" }",
+            ),
+        ],
+    );
+    assert!(
+        err.contains("target.metrics") && err.contains("{port.db}"),
+        "{err}"
+    );
+    let err = refused(
+        "metrics-remote",
+        &[
+            ("SYSTEM", PYTHON),
+            (
+                "TARGET",
+                "target: { metrics: \"http://10.1.2.3:9100/metrics\" }",
+            ),
+        ],
+    );
+    assert!(err.contains("loopback URL"), "{err}");
+    let err = refused(
+        "target-url",
+        &[
+            ("SYSTEM", PYTHON),
+            ("TARGET", "target: { url: \"http://127.0.0.1:1\" }"),
+        ],
+    );
+    assert!(
+        err.contains("target.url") && err.contains("environment external"),
+        "{err}"
+    );
+}

@@ -10,7 +10,7 @@ use super::super::*;
 use super::{Ctx, ExperimentError};
 use indexmap::IndexMap;
 use serde_saphyr::Location;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Fills `environment`'s processes for every variant; refuses
@@ -416,32 +416,40 @@ fn target(
         }
     };
     if let Some(m) = t.and_then(|t| t.metrics.as_ref()) {
-        let v = m.value.trim();
-        if !v.starts_with('/') {
-            let filled = v.replace("{port}", "1").replace("{port.", "{");
-            let host = reqwest::Url::parse(&filled.replace(['{', '}'], ""))
-                .ok()
-                .and_then(|u| u.host_str().map(str::to_string));
-            if !host.is_some_and(|h| super::loopback_host(&h)) {
-                return Err(cx.err(&m.referenced, "target.metrics", "a path on the target process (`/metrics`) or a loopback URL (`http://127.0.0.1:{port.NAME}/metrics`)"));
-            }
-        }
-        let unknown: BTreeSet<String> = placeholders(v)
-            .into_iter()
-            .filter(|p| {
-                p.strip_prefix("port.")
-                    .is_none_or(|n| !names.iter().any(|x| x == n))
-            })
-            .filter(|p| p != "port")
-            .collect();
-        if let Some(u) = unknown.first() {
-            return Err(cx.err(
-                &m.referenced,
-                "target.metrics",
-                format!("`{{{u}}}` names no process"),
-            ));
-        }
-        env.metrics = Some(v.to_string());
+        env.metrics = Some(metrics(cx, m, names)?);
     }
     Ok(())
+}
+
+/// `target.metrics`: a path on the target process, or a loopback URL whose
+/// placeholders name processes.
+fn metrics(
+    cx: &Ctx,
+    m: &serde_saphyr::Spanned<String>,
+    names: &[String],
+) -> Result<String, ExperimentError> {
+    let v = m.value.trim();
+    if !v.starts_with('/') {
+        let ones = placeholders(v).into_iter().map(|p| (p, "1".to_string()));
+        let filled = substitute(v, &ones.collect());
+        let host = reqwest::Url::parse(&filled)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string));
+        if !host.is_some_and(|h| super::loopback_host(&h)) {
+            return Err(cx.err(&m.referenced, "target.metrics", "a path on the target process (`/metrics`) or a loopback URL (`http://127.0.0.1:{port.NAME}/metrics`)"));
+        }
+    }
+    let unknown = placeholders(v).into_iter().find(|p| {
+        p != "port"
+            && p.strip_prefix("port.")
+                .is_none_or(|n| !names.iter().any(|x| x == n))
+    });
+    if let Some(u) = unknown {
+        return Err(cx.err(
+            &m.referenced,
+            "target.metrics",
+            format!("`{{{u}}}` names no process"),
+        ));
+    }
+    Ok(v.to_string())
 }
