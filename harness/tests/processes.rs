@@ -608,6 +608,33 @@ fn bad_processes_are_refused_where_they_are_written() {
     );
     assert!(err.contains("variants.only.system.processes.db"), "{err}");
     let err = refused(
+        "image-cwd",
+        &[(
+            "SYSTEM",
+            "    web:\n      image: my:local\n      port: 80\n      cwd: .",
+        )],
+    );
+    assert!(
+        err.contains("system.processes.web.cwd") && err.contains("image"),
+        "{err}"
+    );
+    let err = refused(
+        "image-port",
+        &[(
+            "SYSTEM",
+            "    web:\n      image: my:local\n      port: auto",
+        )],
+    );
+    assert!(err.contains("system.processes.web.port"), "{err}");
+    let err = refused(
+        "image-peer",
+        &[(
+            "SYSTEM",
+            "    web:\n      image: my:local\n      port: 80\n      env: { UP: \"{port.web}\" }",
+        )],
+    );
+    assert!(err.contains("{port.web}"), "{err}");
+    let err = refused(
         "sut-keys",
         &[
             ("SYSTEM", PYTHON),

@@ -13,6 +13,9 @@
 //! and restart on the same command and port. A process that exits by
 //! itself is said at once and recorded in the variant's integrity.
 //!
+//! A process with `image:` is a container of that local image instead
+//! (`images.rs`).
+//!
 //! Such a service has no admin API: the target carries no admin token, so
 //! the run calls no `/admin/*`; its server-side metrics are read only where
 //! `target.metrics` names them.
@@ -24,6 +27,9 @@ use crate::experiment::{Experiment, Variant};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+
+mod images;
+pub(crate) use images::Images;
 
 /// How often a running variant looks for processes that exited.
 const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
@@ -79,18 +85,12 @@ pub(super) async fn start(
         }
         peer.insert(name.clone(), to);
     }
-    let tag_base = tag_base();
-    for s in specs {
-        let launch = launch(&set, s, &ports, &peer, &tag_base)?;
-        let ready = Ready::Probe {
-            http: match &s.ready {
-                crate::experiment::processes::Ready::Http(p) => Some(p.clone()),
-                crate::experiment::processes::Ready::Tcp => None,
-            },
-            timeout: s.ready_timeout,
-        };
-        set.start_user(&s.name, launch, ports[&s.name], ready)
-            .await?;
+    let mut images = None;
+    if let Err(e) = start_each(v, specs, (&set, &ledger), (&ports, &peer), &mut images).await {
+        if let Some(i) = images {
+            i.remove().await;
+        }
+        return Err(e);
     }
     let base_url = format!("http://{}", ports[&env.target]);
     let mut target = Target::elsewhere(base_url.clone(), None);
@@ -102,11 +102,47 @@ pub(super) async fn start(
     if target.no_metrics {
         eprintln!("harness: {}: no `target.metrics`, so the service's own series are not read; the report's system figures read n/a", v.name);
     }
-    let injector = super::faults::Injector::new(set.clone(), ledger, faulted);
+    let containers = images.as_ref().map(|i| i.ids.clone()).unwrap_or_default();
+    let injector =
+        super::faults::Injector::new(set.clone(), ledger, faulted).with_containers(containers);
     target.faults = Some(Arc::new(injector));
     target.exits = Some(watch_exits(set.clone(), v.name.clone()));
     target.processes = Some(set);
+    target.images = images;
     Ok(target)
+}
+
+/// Starts every process in the file's order, each until ready: a command
+/// in `set`, an image as a container of `images` (created with the first).
+async fn start_each(
+    v: &Variant,
+    specs: &[ProcessSpec],
+    (set, ledger): (&ProcessSet, &Arc<crate::env::ledger::Ledger>),
+    (ports, peer): (&BTreeMap<String, SocketAddr>, &BTreeMap<String, SocketAddr>),
+    images: &mut Option<Images>,
+) -> Result<(), EnvError> {
+    let tag_base = tag_base();
+    for s in specs {
+        if s.image.is_some() {
+            if images.is_none() {
+                *images = Some(Images::network(&v.name, ledger.clone()).await?);
+            }
+            let i = images.as_mut().expect("created above");
+            i.start(s, ports[&s.name]).await?;
+            continue;
+        }
+        let launch = launch(set, s, ports, peer, &tag_base)?;
+        let ready = Ready::Probe {
+            http: match &s.ready {
+                crate::experiment::processes::Ready::Http(p) => Some(p.clone()),
+                crate::experiment::processes::Ready::Tcp => None,
+            },
+            timeout: s.ready_timeout,
+        };
+        set.start_user(&s.name, launch, ports[&s.name], ready)
+            .await?;
+    }
+    Ok(())
 }
 
 /// The variant's folder for logs and config files; the prefix is the one
@@ -131,12 +167,13 @@ fn tag_base() -> String {
     )
 }
 
-/// Each process's address: its fixed port (free now, or its readiness
-/// would be another program's), or a free loopback port.
+/// Each process's address on this machine: its fixed port (free now, or
+/// its readiness would be another program's), or a free loopback port (an
+/// image's: where its port inside is published).
 fn choose_ports(specs: &[ProcessSpec]) -> Result<BTreeMap<String, SocketAddr>, EnvError> {
     let mut out = BTreeMap::new();
     for s in specs {
-        let addr = match s.port {
+        let addr = match s.port.filter(|_| s.image.is_none()) {
             Some(p) => {
                 let addr = SocketAddr::from(([127, 0, 0, 1], p));
                 if let Err(error) = std::net::TcpListener::bind(addr) {

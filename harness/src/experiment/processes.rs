@@ -53,6 +53,11 @@ pub struct RawProcess {
     /// `{port.NAME}` another process's, `{config}` its config file's path.
     #[serde(default)]
     pub command: Option<Vec<String>>,
+    /// A local image (`myapp:local`) run as a container instead of a
+    /// command: `command` is then its command, `port` (a number) the port
+    /// it listens on inside, published on a free loopback port.
+    #[serde(default)]
+    pub image: Option<String>,
     /// Environment variables added to the harness's own (values substituted like the command).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
@@ -107,6 +112,9 @@ pub struct RawConfigFile {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProcessSpec {
     pub name: String,
+    /// A local image run as a container (`command` its command, `port`
+    /// the port inside it); `None`: `command` is run as a process.
+    pub image: Option<String>,
     /// argv, placeholders not yet replaced (ports are chosen at start).
     pub command: Vec<String>,
     pub env: BTreeMap<String, String>,

@@ -170,7 +170,10 @@ fn spec(
             format!("{} is not a folder", cwd.display()),
         ));
     }
-    let command = command(cx, at, f, p, &cwd)?;
+    let command = match &p.image {
+        None => command(cx, at, f, p, &cwd)?,
+        Some(image) => image_process(cx, at, f, image, p)?,
+    };
     let config = config_file(cx, at, f, name, p, dir)?;
     let texts = command
         .iter()
@@ -200,6 +203,7 @@ fn spec(
     let (ready, ready_timeout) = ready(cx, at, f, p.ready.as_ref())?;
     Ok(ProcessSpec {
         name: name.to_string(),
+        image: p.image.clone(),
         command,
         env: p.env.clone(),
         cwd,
@@ -208,6 +212,52 @@ fn spec(
         ready_timeout,
         config,
     })
+}
+
+/// An image's process: its command as written (run inside it), a fixed
+/// port (where it listens inside), no folder or config file of this
+/// machine, and no `{port.NAME}` (its peers' ports are this machine's).
+fn image_process(
+    cx: &Ctx,
+    at: &Location,
+    f: &str,
+    image: &str,
+    p: &RawProcess,
+) -> Result<Vec<String>, ExperimentError> {
+    if image.trim().is_empty() || image.contains(char::is_whitespace) {
+        return Err(cx.err(
+            at,
+            format!("{f}.image"),
+            "a local image name, e.g. myapp:local",
+        ));
+    }
+    let refused = [("cwd", p.cwd.is_some()), ("config", p.config.is_some())];
+    if let Some((k, _)) = refused.iter().find(|(_, set)| *set) {
+        return Err(cx.err(
+            at,
+            format!("{f}.{k}"),
+            "is for a command; a process with `image:` runs in its container",
+        ));
+    }
+    if !matches!(&p.port, Some(serde_json::Value::Number(_))) {
+        return Err(cx.err(
+            at,
+            format!("{f}.port"),
+            "with `image:`, the port the service listens on inside its container (a number)",
+        ));
+    }
+    let command = p.command.clone().unwrap_or_default();
+    let texts = command.iter().chain(p.env.values());
+    if let Some(ph) = texts.flat_map(|t| placeholders(t)).find(|ph| ph != "port") {
+        return Err(cx.err(
+            at,
+            f,
+            format!(
+                "`{{{ph}}}`: a container's command and env know only `{{port}}` (its port inside)"
+            ),
+        ));
+    }
+    Ok(command)
 }
 
 /// The argv: a program found now (on `PATH`, or a path relative to `cwd`,
