@@ -86,6 +86,10 @@ fn refuse_elsewhere(cx: &Ctx, raw: &RawExperiment) -> Result<(), ExperimentError
     Ok(())
 }
 
+/// A variant's processes: where to locate their errors, the field prefix
+/// (`variants.V.` when the variant overrides them) and the processes.
+type Merged = (Location, Option<String>, IndexMap<String, RawProcess>);
+
 /// The variant's processes: the base's tree with its overrides merged, read
 /// again; `(where, "variants.V." when overridden, processes)`.
 fn merged(
@@ -94,7 +98,7 @@ fn merged(
     tree: &serde_json::Value,
     vname: &str,
     names: &[String],
-) -> Result<(Location, Option<String>, IndexMap<String, RawProcess>), ExperimentError> {
+) -> Result<Merged, ExperimentError> {
     let v = &raw.variants[vname];
     let field = format!("variants.{vname}.system");
     let mut base = tree
