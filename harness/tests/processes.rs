@@ -255,8 +255,14 @@ fn a_plain_http_server_takes_each_generic_fault_and_nothing_is_left() {
     let mut child = spawn_run(&e);
     let pid = child.id();
     // While paused, the server and its `sleep` child are frozen together.
+    // (The cgroup is made before its tasks are moved in: read until both are.)
     let frozen = wait_for_cgroup(pid, "/sys/fs/cgroup/freezer/");
-    let tasks = std::fs::read_to_string(frozen.join("cgroup.procs")).unwrap_or_default();
+    let until = Instant::now() + Duration::from_millis(1500);
+    let mut tasks = String::new();
+    while tasks.split_whitespace().count() < 2 && Instant::now() < until {
+        tasks = std::fs::read_to_string(frozen.join("cgroup.procs")).unwrap_or_default();
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert!(tasks.split_whitespace().count() >= 2, "frozen: {tasks:?}");
     let status = wait_exit(&mut child, Duration::from_secs(120));
     let err = stderr(&e);
