@@ -757,3 +757,34 @@ fn target_metrics_is_a_path_or_a_loopback_url_naming_a_process() {
         "{err}"
     );
 }
+
+#[test]
+fn a_compose_file_is_refused_where_it_is_wrong() {
+    let cases = [
+        (
+            "services:\n  web:\n    build: .\n    ports: [\"80\"]\n",
+            "build",
+        ),
+        ("services:\n  web:\n    image: my:local\n", "needs a port"),
+        (
+            "services:\n  web:\n    image: my:local\n    ports: [\"80\"]\n    depends_on: [db]\n",
+            "no service \"db\"",
+        ),
+    ];
+    for (i, (compose, why)) in cases.iter().enumerate() {
+        let e = write(
+            &format!("compose-{i}"),
+            &[("SYSTEM", "    web: { command: [sh] }")],
+        );
+        let text = std::fs::read_to_string(&e.file).unwrap().replace(
+            "system:\n  processes:\n    web: { command: [sh] }\n",
+            "system: { compose: dc.yml }\n",
+        );
+        std::fs::write(&e.file, text).unwrap();
+        std::fs::write(e.dir.join("dc.yml"), compose).unwrap();
+        let out = validate(&e);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(err.contains("dc.yml:") && err.contains(why), "{why}: {err}");
+    }
+}

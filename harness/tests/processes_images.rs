@@ -5,6 +5,7 @@
 //! SIGKILL of the harness the next start removes the container (paused)
 //! and the network. The image is made here, with no registry: a static
 //! HTTP server of a few lines (gcc), imported as an image of one file.
+//! A docker-compose file whose service is that image runs the same way.
 //! Prints SKIPPED without Docker or a static C toolchain, unless
 //! `HARNESS_REQUIRE_DOCKER=1`.
 
@@ -224,4 +225,72 @@ fn after_sigkill_the_next_start_removes_the_container_and_its_network() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("removed 1 container(s)"), "{err}");
     assert_eq!(left(pid), Vec::<String>::new(), "{err}");
+}
+
+#[test]
+fn a_compose_files_services_are_the_processes() {
+    if let Err(why) = image() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let dir = scratch("images-compose");
+    std::fs::write(
+        dir.join("docker-compose.yml"),
+        format!(
+            "version: \"3.8\"\nservices:\n  web:\n    image: {IMAGE}:latest\n    command: /srv 8080\n    environment: {{ MODE: slow }}\n    ports: [\"8080\"]\n"
+        ),
+    )
+    .unwrap();
+    let text = r#"name: compose
+duration: 4s
+environment: processes
+analysis: { recovery_window: 1s, warmup: 0s, min_baseline: 1s }
+system: { compose: docker-compose.yml }
+workload:
+  arrival: { constant: { rate: 10 } }
+  documents: { pages: { uniform: { min: 1, max: 3 } }, tenants: 2 }
+  client: { timeout: 500ms, retry: { max_attempts: 2, backoff: { fixed: { delay: 50ms } } } }
+timeline:
+  - { at: 1s, duration: 1s, fault: { pause: { component: web } } }
+variants:
+  before-fix: {}
+  after-fix:
+    system: { processes: { web: { env: { MODE: fast } } } }
+"#;
+    let file = dir.join("exp.yaml");
+    std::fs::write(&file, text).unwrap();
+    let exp = harness::experiment::load(&file, false).unwrap();
+    let harness::experiment::Environment::Processes(p) = &exp.environment else {
+        panic!("{:?}", exp.environment)
+    };
+    let after = &p.variants["after-fix"][0];
+    assert_eq!(after.image.as_deref(), Some("harness-test-srv:latest"));
+    assert_eq!(
+        (after.port, after.env["MODE"].as_str()),
+        (Some(8080), "fast")
+    );
+    assert_eq!(after.command, vec!["/srv", "8080"]);
+    let mut child = spawn(&dir, &file);
+    let pid = child.id();
+    let status = wait_exit(&mut child, Duration::from_secs(120));
+    let err = std::fs::read_to_string(dir.join("stderr.log")).unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    let run: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.join("reports/compose/latest/run.json")).unwrap(),
+    )
+    .unwrap();
+    for v in run["variants"].as_array().unwrap() {
+        let paused = v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["label"] == "web paused")
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(paused["ok"], true, "{v}");
+    }
+    for variant in ["before-fix", "after-fix"] {
+        let left = docker::names_starting(&format!("overload-{variant}-{pid}-")).unwrap();
+        assert_eq!(left, Vec::<String>::new());
+    }
 }

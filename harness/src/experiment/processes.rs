@@ -16,7 +16,8 @@
 //!
 //! `RawSystem` is `system:` as written: this project's `SystemConfig`
 //! (parsed by its own strict rules, located as before) beside
-//! `processes`, split off while the file is read.
+//! `processes` (or `compose`, a docker-compose file whose services are the
+//! processes), split off while the file is read.
 
 use indexmap::IndexMap;
 use serde::de::{DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
@@ -33,6 +34,8 @@ use sut::SystemConfig;
 pub struct RawSystem {
     pub config: SystemConfig,
     pub processes: Option<Spanned<IndexMap<String, Spanned<RawProcess>>>>,
+    /// `compose: FILE`: a docker-compose file whose services are the processes.
+    pub compose: Option<Spanned<String>>,
     /// The keys of `config` the file wrote (refused beside `processes`).
     pub config_keys: Vec<String>,
 }
@@ -45,7 +48,7 @@ impl std::ops::Deref for RawSystem {
 }
 
 /// `system.processes.NAME` as written; in a variant only what it changes.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawProcess {
     /// The program and its arguments, e.g. `[python3, -m, http.server, "{port}"]`
@@ -80,7 +83,7 @@ pub struct RawProcess {
 }
 
 /// `ready:` as written.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawReady {
     /// A path (`/health`) asked with GET on the process's port.
@@ -96,7 +99,7 @@ pub struct RawReady {
 
 /// `config:` a file written for the process: `template` (a file relative
 /// to the experiment file's folder) or `text`, and its name.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawConfigFile {
     #[serde(default)]
@@ -220,10 +223,12 @@ impl<'de> Visitor<'de> for SystemVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawSystem, A::Error> {
         let mut processes = None;
+        let mut compose = None;
         let mut config_keys = Vec::new();
         let split = Split {
             inner: map,
             processes: &mut processes,
+            compose: &mut compose,
             keys: &mut config_keys,
         };
         let config =
@@ -231,6 +236,7 @@ impl<'de> Visitor<'de> for SystemVisitor {
         Ok(RawSystem {
             config,
             processes,
+            compose,
             config_keys,
         })
     }
@@ -244,6 +250,7 @@ type RawProcesses = Spanned<IndexMap<String, Spanned<RawProcess>>>;
 struct Split<'a, A> {
     inner: A,
     processes: &'a mut Option<RawProcesses>,
+    compose: &'a mut Option<Spanned<String>>,
     keys: &'a mut Vec<String>,
 }
 
@@ -260,6 +267,10 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Split<'_, A> {
             };
             if key == "processes" {
                 *self.processes = Some(self.inner.next_value()?);
+                continue;
+            }
+            if key == "compose" {
+                *self.compose = Some(self.inner.next_value()?);
                 continue;
             }
             self.keys.push(key.clone());
@@ -295,6 +306,13 @@ impl schemars::JsonSchema for RawSystem {
                 );
             }
             props.insert("processes".into(), p);
+            props.insert(
+                "compose".into(),
+                serde_json::json!({
+                    "description": "`environment: processes`: a docker-compose file (relative to this file) whose services are the processes, each a local image.",
+                    "type": ["string", "null"]
+                }),
+            );
         }
         schema
     }

@@ -30,37 +30,18 @@ pub(super) fn processes(
         .as_ref()
         .map(|e| e.referenced)
         .unwrap_or(raw.name.referenced);
-    let Some(base) = &raw.system.processes else {
-        return Err(cx.err(
-            &env_at,
-            "system.processes",
-            "environment processes needs `system.processes: { NAME: { command: [...] } }`",
-        ));
-    };
-    let at = base.referenced;
-    if base.value.is_empty() {
-        return Err(cx.err(&at, "system.processes", "needs at least one process"));
-    }
+    let dir = file_dir(cx.file());
+    let (at, base, locs) = base(cx, raw, tree, &env_at, &dir)?;
     if let Some(k) = raw.system.config_keys.first() {
         return Err(cx.err(&at, format!("system.{k}"), "configures this project's own service; environment processes runs only your processes (`system.processes`)"));
     }
-    let names: Vec<String> = base.value.keys().cloned().collect();
-    for (n, p) in &base.value {
-        if !good_name(n) {
-            return Err(cx.err(
-                &p.referenced,
-                format!("system.processes.{n}"),
-                "a process name is 1 to 40 ASCII letters, digits, '-' or '_'",
-            ));
-        }
-    }
-    let dir = file_dir(cx.file());
+    let names: Vec<String> = locs.keys().cloned().collect();
     for v in variants {
-        let (at, field, merged) = merged(cx, raw, tree, &v.name, &names)?;
+        let (at, field, merged) = merged(cx, raw, tree, &base, &v.name, &names)?;
         let mut specs = Vec::new();
         for (n, p) in &merged {
             let at = match &field {
-                None => base.value[n].referenced,
+                None => locs[n],
                 Some(_) => at,
             };
             let f = format!("{}system.processes.{n}", field.as_deref().unwrap_or(""));
@@ -72,11 +53,54 @@ pub(super) fn processes(
     target(cx, raw, env, &names, &env_at)
 }
 
+/// The base processes as a tree (from `system.processes`, or the services
+/// of `system.compose`), where they are written, and where each is.
+fn base(
+    cx: &Ctx,
+    raw: &RawExperiment,
+    tree: &serde_json::Value,
+    env_at: &Location,
+    dir: &Path,
+) -> Result<(Location, serde_json::Value, IndexMap<String, Location>), ExperimentError> {
+    let (at, base, locs) = match (&raw.system.processes, &raw.system.compose) {
+        (Some(p), None) => {
+            let locs: IndexMap<String, Location> =
+                p.value.iter().map(|(n, s)| (n.clone(), s.referenced)).collect();
+            let base = tree.pointer("/system/processes").cloned().unwrap_or_default();
+            (p.referenced, base, locs)
+        }
+        (None, Some(c)) => {
+            let ps = super::compose::services(cx, &c.referenced, &c.value, dir)?;
+            let locs = ps.keys().map(|n| (n.clone(), c.referenced)).collect();
+            let base = serde_json::to_value(&ps).unwrap_or_default();
+            (c.referenced, base, locs)
+        }
+        (Some(p), Some(_)) => return Err(cx.err(&p.referenced, "system.compose", "give `system.processes` or `system.compose`, not both")),
+        (None, None) => return Err(cx.err(env_at, "system.processes", "environment processes needs `system.processes: { NAME: { command: [...] } }` or `system.compose: FILE`")),
+    };
+    if locs.is_empty() {
+        return Err(cx.err(&at, "system.processes", "needs at least one process"));
+    }
+    for (n, loc) in &locs {
+        if !good_name(n) {
+            return Err(cx.err(
+                loc,
+                format!("system.processes.{n}"),
+                "a process name is 1 to 40 ASCII letters, digits, '-' or '_'",
+            ));
+        }
+    }
+    Ok((at, base, locs))
+}
+
 /// `system.processes` or a variant's outside `environment: processes`.
 fn refuse_elsewhere(cx: &Ctx, raw: &RawExperiment) -> Result<(), ExperimentError> {
     let why = "needs `environment: processes`";
     if let Some(p) = &raw.system.processes {
         return Err(cx.err(&p.referenced, "system.processes", why));
+    }
+    if let Some(c) = &raw.system.compose {
+        return Err(cx.err(&c.referenced, "system.compose", why));
     }
     for (n, v) in &raw.variants {
         if let Some(p) = v.value.system.as_ref().and_then(|s| s.processes.as_ref()) {
@@ -96,18 +120,23 @@ fn merged(
     cx: &Ctx,
     raw: &RawExperiment,
     tree: &serde_json::Value,
+    base: &serde_json::Value,
     vname: &str,
     names: &[String],
 ) -> Result<Merged, ExperimentError> {
     let v = &raw.variants[vname];
     let field = format!("variants.{vname}.system");
-    let mut base = tree
-        .pointer("/system/processes")
-        .cloned()
-        .unwrap_or_default();
+    let mut base = base.clone();
     let over = v.value.system.as_ref();
     if let Some(k) = over.and_then(|s| s.config_keys.first()) {
         return Err(cx.err(&v.referenced, format!("{field}.{k}"), "configures this project's own service; a variant of environment processes changes `system.processes` only"));
+    }
+    if let Some(c) = over.and_then(|s| s.compose.as_ref()) {
+        return Err(cx.err(
+            &c.referenced,
+            format!("{field}.compose"),
+            "a variant changes a service under `processes.SERVICE`, not the compose file",
+        ));
     }
     let Some(p) = over.and_then(|s| s.processes.as_ref()) else {
         let ps = serde_json::from_value(base)
