@@ -22,10 +22,12 @@ const IMAGE: &str = "harness-test-srv";
 /// Answers every request with 404 (below 500: ready) and closes.
 const SERVER: &str = r#"
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+static void die(int sig) { (void)sig; _exit(3); }
 int main(int argc, char **argv) {
   int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
   setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -33,6 +35,8 @@ int main(int argc, char **argv) {
   a.sin_family = AF_INET;
   a.sin_port = htons(atoi(argv[1]));
   if (bind(s, (struct sockaddr *)&a, sizeof a) || listen(s, 128)) return 1;
+  /* Exits (3) after argv[2] seconds; as pid 1 it needs a handler. */
+  if (argc > 2) signal(SIGALRM, die), alarm(atoi(argv[2]));
   const char *r = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
   char b[65536];
   for (;;) {
@@ -83,6 +87,15 @@ fn build_image() -> Result<(), String> {
 }
 
 fn experiment(name: &str, duration: &str, timeline: &str) -> (PathBuf, PathBuf) {
+    experiment_with(name, duration, timeline, "[/srv, \"{port}\"]")
+}
+
+fn experiment_with(
+    name: &str,
+    duration: &str,
+    timeline: &str,
+    command: &str,
+) -> (PathBuf, PathBuf) {
     let dir = scratch(&format!("images-{name}"));
     let text = format!(
         r#"name: {name}
@@ -93,7 +106,7 @@ system:
   processes:
     web:
       image: "{IMAGE}:latest"
-      command: [/srv, "{{port}}"]
+      command: {command}
       port: 8080
       ready: {{ http: /, timeout: 20s }}
 workload:
@@ -293,4 +306,33 @@ variants:
         let left = docker::names_starting(&format!("overload-{variant}-{pid}-")).unwrap();
         assert_eq!(left, Vec::<String>::new());
     }
+}
+
+#[test]
+fn a_container_that_exits_during_the_run_is_named_and_the_run_fails() {
+    if let Err(why) = image() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let (dir, file) = experiment_with("image-exits", "5s", "  []\n", "[/srv, \"{port}\", \"2\"]");
+    let mut child = spawn(&dir, &file);
+    let pid = child.id();
+    let status = wait_exit(&mut child, Duration::from_secs(120));
+    let err = std::fs::read_to_string(dir.join("stderr.log")).unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    let run: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.join("reports/image-exits/latest/run.json")).unwrap(),
+    )
+    .unwrap();
+    let i = &run["variants"][0]["integrity"];
+    let line = i["processes_exited"][0].as_str().unwrap_or_default();
+    assert!(
+        line.contains("web (container") && line.contains("exited by itself"),
+        "{i}"
+    );
+    let sum = i["completed"].as_u64().unwrap()
+        + i["given_up"].as_u64().unwrap()
+        + i["pending"].as_u64().unwrap();
+    assert_eq!(i["submitted"].as_u64().unwrap(), sum, "{i}");
+    assert_eq!(left(pid), Vec::<String>::new());
 }

@@ -106,7 +106,17 @@ pub(super) async fn start(
     let injector =
         super::faults::Injector::new(set.clone(), ledger, faulted).with_containers(containers);
     target.faults = Some(Arc::new(injector));
-    target.exits = Some(watch_exits(set.clone(), v.name.clone()));
+    let killable = exp
+        .generic_faults()
+        .filter(|f| f.kind() == "kill")
+        .map(|f| f.component().to_string())
+        .collect();
+    let watched = Watched {
+        set: set.clone(),
+        containers: images.as_ref().map(|i| i.ids.clone()).unwrap_or_default(),
+        killable,
+    };
+    target.exits = Some(watch_exits(watched, v.name.clone()));
     target.processes = Some(set);
     target.images = images;
     Ok(target)
@@ -268,20 +278,57 @@ fn metrics_url(
 
 /// Looks for processes that exited by themselves every [`WATCH_EVERY`],
 /// says each at once and keeps its line for the report.
-fn watch_exits(set: Arc<ProcessSet>, variant: String) -> ExitWatch {
+fn watch_exits(mut w: Watched, variant: String) -> ExitWatch {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let into = seen.clone();
     let task = tokio::spawn(async move {
         loop {
             tokio::time::sleep(WATCH_EVERY).await;
-            for e in set.exited().await {
-                let line = exit_line(&e);
+            let mut lines: Vec<String> = w.set.exited().await.iter().map(exit_line).collect();
+            lines.extend(w.containers_exited().await);
+            for line in lines {
                 eprintln!("\n!!! {variant}: the system under test's process {line}\n");
                 into.lock().expect("exits lock").push(line);
             }
         }
     });
     ExitWatch { seen, task }
+}
+
+/// What the exit watcher looks at: the command processes, and the
+/// containers of image processes (by process name) not yet seen exited;
+/// `killable`: those a `kill` fault of the timeline may stop (their exit
+/// code 137 is the fault's, not theirs).
+struct Watched {
+    set: Arc<ProcessSet>,
+    containers: BTreeMap<String, String>,
+    killable: std::collections::BTreeSet<String>,
+}
+
+impl Watched {
+    /// The image processes whose container stopped by itself since the
+    /// last call, one line each (then no longer watched).
+    async fn containers_exited(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut gone = Vec::new();
+        for (name, id) in &self.containers {
+            let Ok((false, code)) = crate::env::docker::running(id).await else {
+                continue;
+            };
+            if code == Some(137) && self.killable.contains(name) {
+                continue;
+            }
+            let code = code.map(|c| c.to_string()).unwrap_or("?".into());
+            out.push(format!(
+                "{name} (container {id}) exited by itself during the run (exit code {code})"
+            ));
+            gone.push(name.clone());
+        }
+        for n in gone {
+            self.containers.remove(&n);
+        }
+        out
+    }
 }
 
 fn exit_line(e: &Exited) -> String {
