@@ -152,6 +152,31 @@ PY
   echo "nightly: $verdict campaign $name in ${secs}s${dir:+ -> $dir/campaign.html}"
 done
 
+# The virtual clock's breadth, checked by real runs: each experiment the
+# virtual clock accepts runs as a virtual campaign of 10 seeds whose first 3
+# run again in real time (`--check-real 3`); a disagreement fails the night,
+# so a change that breaks the clocks' agreement is found the next morning.
+for f in "${experiments[@]}"; do
+  name=$(basename "$f" .yaml)
+  log="$out/logs/$name-check-real.log"
+  t0=$SECONDS
+  set +e
+  timeout --foreground --signal=INT --kill-after=60 $((run_timeout * 20)) \
+    "$harness" campaign "$f" $quick --clock virtual --without-alerts --seeds 1..10 --check-real 3 \
+    --budget 24h --out "$out/check-real" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  set -e
+  if [ "$rc" -eq 2 ] && grep -q "cannot run with --clock virtual" "$log"; then
+    echo "nightly: check-real $name SKIPPED: the virtual clock refuses it (real processes live on the wall clock)"
+    continue
+  fi
+  secs=$((SECONDS - t0))
+  dir=$(sed -n 's|^campaign: \(.*\)/campaign\.html$|\1|p' "$log" | tail -1)
+  [ "$rc" -eq 0 ] || failed=1
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$f" "$name" "$mode virtual+real" "$rc" "$secs" "${dir:+${dir#"$out"/}}" >>"$out/campaigns.tsv"
+  echo "nightly: check-real $name exit $rc in ${secs}s${dir:+ -> $dir/campaign.html}"
+done
+
 # The nightly folder is linked from the index run by run; the harness's
 # per-experiment "latest" links would only make artifact uploads (which follow
 # links) carry every run twice.

@@ -60,7 +60,11 @@ fn dispatch(cli: Cli) -> Result<Finished, CliError> {
         Some(Command::Threshold(args)) => commands::threshold::cli(args),
         Some(Command::Agent(args)) => harness::run::agent::cli(args),
         Some(Command::Schema) => {
-            print!("{}", harness::experiment::schema::json());
+            // Into a pipe that closes early (`| head`, `| diff -q`), a
+            // broken pipe ends the output quietly; print! would panic.
+            use std::io::Write;
+            let json = harness::experiment::schema::json();
+            let _ = std::io::stdout().lock().write_all(json.as_bytes());
             Ok(Finished::Passed)
         }
         Some(Command::Render(RenderCommand::K8s(args))) => {

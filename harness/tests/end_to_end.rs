@@ -157,6 +157,7 @@ async fn no_request_after_the_load_returns() {
                 rounds: 2,
             },
             seed: 1,
+            http: None,
         },
     };
     let outcome = harness::load::drive(plan).await.unwrap();
@@ -220,6 +221,7 @@ async fn arrival_rate_holds_at_2000_per_second() {
             tenant: "t1".into(),
             pages: 1,
             planned: std::time::Duration::from_micros(i * 500),
+            class: None,
         })
         .collect();
     let load_end = start + std::time::Duration::from_secs(10);
@@ -246,6 +248,7 @@ async fn arrival_rate_holds_at_2000_per_second() {
                 rounds: 1,
             },
             seed: 1,
+            http: None,
         },
     };
     harness::load::drive(plan).await.unwrap();

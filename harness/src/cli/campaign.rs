@@ -60,6 +60,11 @@ pub struct CampaignArgs {
     /// run again.
     #[arg(long, conflicts_with_all = ["resume", "seeds", "repeat"])]
     pub until_settled: bool,
+    /// With --clock virtual: then run the campaign's first N seeds in real
+    /// time, one at a time, and say on the page whether the clocks agree
+    /// for this experiment at this commit (a disagreement fails it).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    pub check_real: Option<u32>,
     /// With --until-settled: stop at this many seeds, "not settled".
     #[arg(long, value_name = "N", default_value_t = 20, requires = "until_settled",
           value_parser = clap::value_parser!(u32).range(1..=10_000))]

@@ -10,6 +10,8 @@ use std::path::PathBuf;
 pub enum BenchStep {
     Storm,
     Ceiling,
+    /// The generic HTTP path (`workload.http`) against wrk.
+    Generic,
     Openloop,
     Hotpath,
     Pages,

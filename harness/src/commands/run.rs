@@ -184,19 +184,28 @@ fn agent_options(
 pub(crate) fn print_summary(o: &run::RunOutcome, quiet: bool) {
     let a = &o.analysis;
     for v in &a.variants {
-        let m = |k| v.metrics.get(k).unwrap_or(f64::NAN);
+        // A figure the target cannot give (a user's service has no
+        // duplicate compute) reads n/a, as in the report.
+        let m = |k, scale: f64, digits: usize| match v.metrics.get(k) {
+            Some(x) if x.is_finite() => format!("{:.digits$}", x * scale),
+            _ => "n/a".to_string(),
+        };
+        let percent = |k| match m(k, 100.0, 1) {
+            na if na == "n/a" => na,
+            x => format!("{x}%"),
+        };
         eprintln!(
-            "{:>12}: {} | waves {} | peak failure {:.2} | amplification peak {:.2} mean {:.2} | duplicate compute {:.1}% | cache writes lost {} | lost documents {} | incorrect results {}",
+            "{:>12}: {} | waves {} | peak failure {} | amplification peak {} mean {} | duplicate compute {} | cache writes lost {} | lost documents {} | incorrect results {}",
             v.name,
             v.verdict.label(),
-            m(Metric::Waves),
-            m(Metric::PeakFailureRatio),
-            m(Metric::AmplificationPeak),
-            m(Metric::AmplificationMean),
-            m(Metric::DuplicateComputeShare) * 100.0,
-            m(Metric::CacheWritesLost),
-            m(Metric::LostDocuments),
-            m(Metric::IncorrectResults),
+            m(Metric::Waves, 1.0, 0),
+            m(Metric::PeakFailureRatio, 1.0, 2),
+            m(Metric::AmplificationPeak, 1.0, 2),
+            m(Metric::AmplificationMean, 1.0, 2),
+            percent(Metric::DuplicateComputeShare),
+            m(Metric::CacheWritesLost, 1.0, 0),
+            m(Metric::LostDocuments, 1.0, 0),
+            m(Metric::IncorrectResults, 1.0, 0),
         );
         if !quiet || v.verdict.is_bad() {
             eprintln!("{:>12}  {}", "", v.verdict.explanation());

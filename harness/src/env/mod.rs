@@ -19,6 +19,7 @@ pub mod components;
 pub mod containers;
 pub mod docker;
 pub mod faults;
+mod in_process;
 pub mod ledger;
 pub(crate) mod processes;
 pub(crate) mod procfs;
@@ -140,6 +141,11 @@ impl Target {
             Some(p) => p.load_url.clone(),
             None => self.base_url.clone(),
         }
+    }
+
+    /// The target's own metrics URL (`target.metrics`), when given.
+    pub(crate) fn metrics_url(&self) -> Option<&str> {
+        self.metrics_url.as_deref()
     }
 
     /// What applies generic faults to this target's components.
@@ -373,7 +379,7 @@ pub async fn start(
 ) -> Result<Target, EnvError> {
     match (&exp.environment, executor) {
         (Environment::Embedded, Some(executor)) if clock.is_virtual() => {
-            start_in_process(v, executor, exp.seed).await
+            in_process::start(v, executor, exp.seed).await
         }
         (Environment::Embedded, Some(_)) if exp.needs_components() => {
             start_components(v, &exp.network_faulted()).await
@@ -389,7 +395,10 @@ pub async fn start(
             },
             _,
         ) => {
-            check_external_page_function(url, admin_token.as_deref(), &v.system.page).await?;
+            // A generic HTTP workload's target has no page function.
+            if exp.workload.http.is_none() {
+                check_external_page_function(url, admin_token.as_deref(), &v.system.page).await?;
+            }
             let mut target = Target::elsewhere(url.clone(), admin_token.clone());
             target.metrics_url = metrics.clone();
             if exp.needs_components() {
@@ -458,33 +467,6 @@ fn own_redis(
         }
         _ => None,
     })
-}
-
-/// The variant's whole system on the caller's runtime (virtual time): its
-/// random draws from `seed`, its GPU batches computed in line, reached in
-/// process. Validation refused a Redis cache before anything ran.
-async fn start_in_process(
-    v: &Variant,
-    executor: Arc<dyn PageExecutor>,
-    seed: u64,
-) -> Result<Target, EnvError> {
-    let opts = sut::StartOptions {
-        deterministic: Some(seed),
-        ..Default::default()
-    };
-    let system = System::start_with(v.system.clone(), opts, Some(executor))
-        .await
-        .map_err(|error| EnvError::Sut {
-            name: v.name.clone(),
-            error,
-        })?;
-    let router = sut::server::router(system.clone());
-    let mut target = Target::elsewhere(
-        "http://in-process".into(),
-        Some(v.system.admin_token.clone()),
-    );
-    target.in_process = Some((crate::net::in_process::InProcess::new(router), system));
-    Ok(target)
 }
 
 /// What serving an embedded system hands back: its address, the sender that

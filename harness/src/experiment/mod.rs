@@ -9,6 +9,7 @@
 
 pub(crate) mod components;
 pub mod faults;
+pub mod http_workload;
 pub mod images;
 pub mod processes;
 pub mod raw;
@@ -132,12 +133,25 @@ pub struct Workload {
     /// The finite population arrivals draw from; `None`: every document new.
     pub population: Option<Population>,
     pub max_in_flight: u64,
+    /// Requests to any HTTP service instead of documents (`workload.http`).
+    pub http: Option<std::sync::Arc<http_workload::HttpWorkload>>,
 }
 
 /// A finite population of documents, fixed by the seed (ids, pages, tenants).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Population {
     pub size: u64,
+    pub popularity: Popularity,
+}
+
+/// `population: { size: 2000, popularity: uniform | { zipf: { s: 1.1 } } }`
+/// as written (documents' population, a generic workload's keys); here,
+/// not in `raw.rs`, because both raw sections use it.
+#[derive(Debug, serde::Deserialize, Clone, PartialEq, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RawPopulation {
+    pub size: u64,
+    #[serde(default)]
     pub popularity: Popularity,
 }
 
@@ -393,6 +407,11 @@ pub struct OversizedDocuments {
     #[serde(default, with = "humantime_serde")]
     #[schemars(with = "Option<String>")]
     pub spread: Option<Duration>,
+    /// A generic HTTP workload's burst (`requests:`): the class every one
+    /// of them is, instead of a class drawn by share.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub class: Option<String>,
 }
 
 impl TimelineOp {

@@ -228,7 +228,12 @@ pub struct RawAnalysis {
 pub struct RawWorkload {
     #[schemars(with = "RawArrival")]
     pub arrival: Spanned<RawArrival>,
-    pub documents: RawDocuments,
+    /// This project's documents (its system under test's API).
+    #[serde(default)]
+    pub documents: Option<RawDocuments>,
+    /// Requests to any HTTP service (`experiment/http_workload/`).
+    #[serde(default)]
+    pub http: Option<super::http_workload::raw::RawHttpWorkload>,
     pub client: RawClient,
     /// Journeys in flight at most; arrivals beyond it are late (counted, never dropped silently).
     #[serde(default)]
@@ -302,14 +307,7 @@ pub struct RawDocuments {
     pub population: Option<Spanned<RawPopulation>>,
 }
 
-/// `population: { size: 2000, popularity: uniform | { zipf: { s: 1.1 } } }`.
-#[derive(Debug, Deserialize, Clone, PartialEq, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RawPopulation {
-    pub size: u64,
-    #[serde(default)]
-    pub popularity: super::Popularity,
-}
+pub use super::RawPopulation;
 
 /// Pages per document.
 #[derive(Debug, Deserialize, Clone, Copy, PartialEq, serde::Serialize, schemars::JsonSchema)]
@@ -475,4 +473,6 @@ pub(crate) enum HarnessOp {
     OversizedDocuments(super::OversizedDocuments),
     /// Extra arrivals on top of the workload for the entry's duration.
     LoadSpike(RawLoadSpike),
+    /// A burst of one class of a generic HTTP workload's requests.
+    Requests(super::http_workload::raw::RawRequests),
 }

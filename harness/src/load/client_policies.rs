@@ -88,6 +88,7 @@ pub(crate) mod tests {
             tenant: tenant.into(),
             pages: 1,
             planned: Duration::ZERO,
+            class: None,
         }
     }
 

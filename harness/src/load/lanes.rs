@@ -284,6 +284,7 @@ mod tests {
             .map(|id| Document {
                 id,
                 planned: Duration::from_millis(id * 10),
+                class: None,
                 pages: 1,
                 tenant: "t1".into(),
             })

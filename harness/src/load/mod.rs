@@ -89,6 +89,8 @@ pub struct JourneySettings {
     /// The page function's parameters, for the reference computation.
     pub page: sut::config::PageConfig,
     pub seed: u64,
+    /// Requests to any HTTP service instead of documents (`workload.http`).
+    pub http: Option<Arc<crate::experiment::http_workload::HttpWorkload>>,
 }
 
 /// When a variant's load runs: its clock and its limits.
@@ -125,6 +127,7 @@ impl LoadPlan {
                 hard_stop: window.hard_stop,
                 page: variant.system.page,
                 seed: exp.seed,
+                http: exp.workload.http.clone(),
             },
         }
     }

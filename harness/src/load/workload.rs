@@ -30,6 +30,9 @@ pub struct Document {
     pub pages: u32,
     /// Planned time of the first attempt, since the variant's start.
     pub planned: Duration,
+    /// A generic HTTP workload's class for a timeline burst (`requests:`);
+    /// `None`: drawn by the classes' shares (`journey/http.rs`).
+    pub class: Option<String>,
 }
 
 /// Member `k` of the population: the same document whenever it is drawn.
@@ -41,13 +44,13 @@ pub fn member(seed: u64, k: u64, pages: &PageDistribution, tenants: u32) -> (u64
 }
 
 /// Draws member indexes by the population's popularity.
-struct Draw {
+pub(crate) struct Draw {
     size: u64,
     zipf: Option<rand_distr::Zipf<f64>>,
 }
 
 impl Draw {
-    fn new(p: &Population) -> Draw {
+    pub(crate) fn new(p: &Population) -> Draw {
         let zipf = match p.popularity {
             Popularity::Uniform => None,
             // Validated: size >= 1 and 0 < s <= 10, which Zipf::new accepts.
@@ -57,7 +60,7 @@ impl Draw {
     }
 
     /// A member index in `0..size` (member 0 the most popular under Zipf).
-    fn next(&self, rng: &mut StdRng) -> u64 {
+    pub(crate) fn next(&self, rng: &mut StdRng) -> u64 {
         match &self.zipf {
             Some(z) => (rand::Rng::sample(rng, z) as u64).clamp(1, self.size) - 1,
             None => rng.random_range(0..self.size),
@@ -104,6 +107,7 @@ impl<'a> Traffic<'a> {
                     tenant,
                     pages,
                     planned,
+                    class: None,
                 }
             }
             None => {
@@ -113,6 +117,7 @@ impl<'a> Traffic<'a> {
                     tenant,
                     pages: sample_pages(self.pages, rng),
                     planned,
+                    class: None,
                 }
             }
         }
@@ -171,6 +176,7 @@ pub fn oversized(seed: u64, entry: usize, at: Duration, o: &OversizedDocuments) 
                 + o.spread
                     .unwrap_or_default()
                     .mul_f64(f64::from(k) / f64::from(o.count)),
+            class: o.class.clone(),
         })
         .collect()
 }

@@ -171,16 +171,27 @@ impl HttpClient {
         body: Option<Bytes>,
         timeout: Duration,
     ) -> Result<Answer, NoAnswer> {
-        let deadline = Instant::now() + timeout;
         let has_body = body.is_some();
         let mut req = Request::new(Full::new(body.unwrap_or_default()));
         *req.method_mut() = method;
         *req.uri_mut() = path;
-        req.headers_mut().insert(HOST, self.host.clone());
         if has_body {
             req.headers_mut()
                 .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
+        self.send_request(req, timeout).await
+    }
+
+    /// Sends a request built by the caller (a generic HTTP workload's: its
+    /// method, path, headers and body) and reads its answer, all within
+    /// `timeout`; its `Host` is the target's.
+    pub async fn send_request(
+        &self,
+        mut req: Request<Full<Bytes>>,
+        timeout: Duration,
+    ) -> Result<Answer, NoAnswer> {
+        let deadline = Instant::now() + timeout;
+        req.headers_mut().insert(HOST, self.host.clone());
         // One timer for the whole attempt (head and body), not one per
         // phase: each timer is registered in and removed from tokio's wheel.
         let expired = tokio::time::sleep_until(deadline);

@@ -16,7 +16,9 @@ use tokio::time::Instant;
 /// system's counters since the previous scrape. Three failed scrapes in a
 /// row stop the run: the system under test stopped answering.
 pub(super) struct Sampler {
-    pub(super) system: crate::net::system_client::SystemClient,
+    /// What it scrapes; `None`: a target without metrics (a generic HTTP
+    /// workload's), whose rows are the recorder's alone.
+    pub(super) system: Option<crate::net::system_client::SystemClient>,
     pub(super) recorder: Arc<Recorder>,
     pub(super) stop: Arc<StopSignal>,
     pub(super) progress: Progress,
@@ -26,8 +28,8 @@ pub(super) struct Sampler {
     /// With agents a second's events may still be on their way: rows are
     /// read without folding, and folded once every agent is done.
     pub(super) agents: bool,
-    /// Whether the system has metrics to scrape (a user's service may not).
-    pub(super) scrape: bool,
+    /// Whether three failed scrapes in a row stop the run.
+    pub(super) stop_on_silence: bool,
     pub(super) start: Instant,
     pub(super) total_secs: usize,
 }
@@ -52,15 +54,12 @@ impl Sampler {
                 _ = done.wait_for(|d| *d) => {},
             }
             let mut row = self.row(t);
-            if !self.scrape {
-                self.progress.second(&row);
-                rows.push(row);
-                if *done.borrow() {
-                    break;
-                }
-                continue;
-            }
-            match crate::observe::scrape::scrape(&self.system).await {
+            let scraped = match &self.system {
+                Some(system) => crate::observe::scrape::scrape(system).await,
+                None => Ok(Scrape::default()),
+            };
+            match scraped {
+                Ok(now) if self.system.is_none() => prev = now,
                 Ok(now) => {
                     failures = 0;
                     crate::observe::scrape::fill_second(&mut row, &now, &prev);
@@ -69,7 +68,7 @@ impl Sampler {
                 Err(e) => {
                     failures += 1;
                     tracing::warn!("scrape at {t}s failed: {e}");
-                    if failures >= 3 {
+                    if failures >= 3 && self.stop_on_silence {
                         self.stop.trigger(&format!(
                             "the system under test stopped answering /metrics: {e}"
                         ));

@@ -54,7 +54,7 @@ pub fn proxy_missing(text: &str) -> Option<String> {
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
             .any(|d| d.join(b).is_file())
     };
-    ["haproxy", "nginx"]
+    let proxy = ["haproxy", "nginx"]
         .into_iter()
         .find(|b| text.contains(&format!("proxy: {{ {b}:")) && !on_path(b))
         .map(|b| {
@@ -62,7 +62,22 @@ pub fn proxy_missing(text: &str) -> Option<String> {
                 "`{b}` is not installed (apt-get install {})",
                 if b == "nginx" { "nginx-light" } else { b }
             )
-        })
+        });
+    // The real servers of an experiment's own processes (gunicorn from
+    // PyPI, HAProxy from Debian), refused at validation where missing.
+    let tree: serde_json::Value = serde_saphyr::from_str(text).unwrap_or_default();
+    let programs = tree["system"]["processes"]
+        .as_object()
+        .into_iter()
+        .flat_map(|p| p.values())
+        .filter_map(|p| p["command"][0].as_str().map(str::to_string))
+        .collect::<Vec<_>>();
+    proxy.or_else(|| {
+        programs
+            .into_iter()
+            .find(|b| !b.contains('/') && !on_path(b))
+            .map(|b| format!("`{b}` is not installed (the experiment's processes run it)"))
+    })
 }
 
 /// Why a test that needs `prometheus` and `promtool` cannot run here;

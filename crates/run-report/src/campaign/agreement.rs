@@ -81,7 +81,7 @@ pub fn compare_sets(variants: &[String], a: &[CampaignRun], b: &[CampaignRun]) -
     checks
 }
 
-fn share_check(variant: &str, what: &str, a: Share, b: Share) -> Check {
+pub(super) fn share_check(variant: &str, what: &str, a: Share, b: Share) -> Check {
     Check {
         variant: variant.into(),
         what: what.into(),
@@ -109,7 +109,7 @@ fn figure_check(variant: &str, what: &str, a: &[f64], b: &[f64]) -> Option<Check
 
 /// Holm's step-down: the i-th smallest p-value (from 0) is compared with
 /// ALPHA / (m - i); the first that passes stops the rejections.
-fn holm(checks: &mut [Check]) {
+pub(super) fn holm(checks: &mut [Check]) {
     let m = checks.len();
     let mut order: Vec<usize> = (0..m).collect();
     order.sort_by(|&x, &y| checks[x].p_value.total_cmp(&checks[y].p_value));

@@ -20,6 +20,7 @@ pub mod detection;
 pub mod expect;
 pub mod model;
 pub mod read;
+pub mod real_check;
 pub mod sequential;
 mod sequential_page;
 mod strip;
@@ -80,6 +81,9 @@ pub struct CampaignSummary {
     /// (`--until-settled`; [`sequential`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sequential: Option<sequential::SequentialSummary>,
+    /// A virtual campaign's real-time spot check (`--check-real N`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub real_check: Option<real_check::RealCheck>,
 }
 
 /// Version of campaign.json's schema.
@@ -126,6 +130,7 @@ impl CampaignSummary {
             runs,
             all_passed,
             sequential: None,
+            real_check: None,
         }
     }
 

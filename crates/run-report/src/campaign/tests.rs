@@ -25,6 +25,15 @@ fn judged(verdict: &str, waves: f64, given_up: f64, passed: bool) -> JudgedRun {
     }
 }
 
+/// A counted run of `variant` with `verdict` (for other modules' tests).
+pub(super) fn judged_run(variant: &str, seed: u64, verdict: &str) -> CampaignRun {
+    run(
+        variant,
+        seed,
+        RunStatus::Judged(judged(verdict, 0.0, 0.0, true)),
+    )
+}
+
 fn run(variant: &str, seed: u64, status: RunStatus) -> CampaignRun {
     CampaignRun {
         variant: variant.into(),

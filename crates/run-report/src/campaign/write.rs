@@ -83,6 +83,9 @@ pub fn campaign_html(c: &CampaignSummary) -> Result<String, ReportError> {
     if let Some(s) = &c.sequential {
         super::sequential_page::section(&mut h, s);
     }
+    if let Some(r) = &c.real_check {
+        real_check(&mut h, r);
+    }
     expectations(&mut h, c);
     verdicts(&mut h, c);
     figures(&mut h, c)?;
@@ -93,6 +96,27 @@ pub fn campaign_html(c: &CampaignSummary) -> Result<String, ReportError> {
         &format!("Campaign: {}", p.experiment),
         &h,
     ))
+}
+
+/// The virtual campaign's real-time spot check: whether the clocks agree.
+fn real_check(h: &mut String, r: &super::real_check::RealCheck) {
+    let class = if r.agree { "pass" } else { "fail" };
+    let _ = writeln!(
+        h,
+        "<section id=\"real-check\"><h2>Checked in real time</h2>\n<div class=\"overall {class}\">{}</div>",
+        escape(&r.sentence)
+    );
+    let table = |title: &str, checks: &[super::agreement::Check]| {
+        let md = super::agreement::markdown(checks, "virtual", "real");
+        format!("<h3>{}</h3><pre>{}</pre>", escape(title), escape(&md))
+    };
+    h.push_str(&table("The verdicts (the decision)", &r.headline));
+    h.push_str(&table("Every figure (information)", &r.checks));
+    let _ = writeln!(
+        h,
+        "<p class=\"meta\">{} s of wall time in real time.</p></section>",
+        num(r.wall_s)
+    );
 }
 
 fn banners(h: &mut String, c: &CampaignSummary) {

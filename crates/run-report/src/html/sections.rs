@@ -120,15 +120,21 @@ pub fn banners(h: &mut String, run: &RunData, analysis: &Analysis) {
         }
     }
     for v in run.variants.iter().filter(|v| !v.unmeasured.is_empty()) {
+        // Grouped by why: a generic HTTP service lacks a dozen figures for
+        // one reason, said once.
+        let mut by_why: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+        for (m, why) in &v.unmeasured {
+            by_why.entry(why).or_default().push(m.to_string());
+        }
         let _ = writeln!(
             h,
             "<div class=\"banner\" id=\"unmeasured\">NOT MEASURED in {}: the target does not export every \
              series the report reads, so these figures read n/a.<small>{}</small></div>",
             escape(&v.name),
             escape(
-                &v.unmeasured
+                &by_why
                     .iter()
-                    .map(|(m, why)| format!("{m}: {why}"))
+                    .map(|(why, ms)| format!("{why}: {}", ms.join(", ")))
                     .collect::<Vec<_>>()
                     .join("; ")
             )

@@ -20,6 +20,7 @@
 
 use super::{client, server, wrk, Windows};
 use crate::base::interrupt::StopSignal;
+use crate::experiment::http_workload::{Body, HttpClass, HttpWorkload, Success, Template};
 use crate::load::workload::Document;
 use crate::load::{drive, LoadPlan};
 use crate::observe::recorder::Recorder;
@@ -132,28 +133,87 @@ pub struct LoadRun {
     pub latency: run_report::LatencySummary,
 }
 
-/// Runs the harness and wrk in alternating pairs against one fixed-503
+/// What the harness and wrk both drive in a ceiling run.
+pub struct Endpoint {
+    /// The endpoint's one answer.
+    reply: Arc<[u8]>,
+    /// wrk's path, and its POST body (`None`: GET).
+    wrk_path: &'static str,
+    wrk_body: Option<&'static str>,
+    /// The harness's requests: the documents' (`None`), or a generic HTTP
+    /// workload's (`workload.http`).
+    http: Option<Arc<HttpWorkload>>,
+}
+
+impl Endpoint {
+    /// Documents POSTed to a fixed-503 endpoint (the documents' load path).
+    pub fn documents() -> Endpoint {
+        Endpoint {
+            reply: busy_reply(),
+            wrk_path: "/v1/extract",
+            wrk_body: Some(BODY),
+            http: None,
+        }
+    }
+
+    /// A generic HTTP workload's GET of a static page answered 200: the
+    /// path that drives a user's own service (`load/journey/http.rs`).
+    pub fn generic() -> Endpoint {
+        let http = HttpWorkload {
+            classes: vec![HttpClass {
+                name: "static".into(),
+                share: 1.0,
+                method: hyper::Method::GET,
+                path: Template::parse(STATIC_PATH).expect("a fixed path parses"),
+                headers: Vec::new(),
+                body: Body::None,
+                check: None,
+            }],
+            keys: None,
+            success: Success {
+                status: vec![200],
+                retry_later: vec![429, 503],
+            },
+        };
+        Endpoint {
+            reply: server::response("200 OK", &[], "text/plain", b"static page"),
+            wrk_path: STATIC_PATH,
+            wrk_body: None,
+            http: Some(Arc::new(http)),
+        }
+    }
+}
+
+/// The generic path's static page.
+const STATIC_PATH: &str = "/static/index.txt";
+
+/// Runs the harness and wrk in alternating pairs against one fixed-answer
 /// endpoint, then the reqwest diagnostic.
-pub fn run(w: &Windows) -> Result<Ceiling, super::BenchError> {
+pub fn run(w: &Windows, endpoint: &Endpoint) -> Result<Ceiling, super::BenchError> {
     let server_rt = super::runtime("bench-server")?;
     let client_rt = crate::base::cpu::named_runtime(crate::base::cpu::LOAD_THREADS)?;
-    let srv = server_rt.block_on(server::start(busy_reply()))?;
+    let srv = server_rt.block_on(server::start(endpoint.reply.clone()))?;
     let wrk_bin = wrk::find();
     let mut pairs = Vec::with_capacity(PAIRS);
     for _ in 0..PAIRS {
         let (opened, answered) = (srv.connections(), srv.requests());
-        let load =
-            client_rt.block_on(run_load(&srv.url(""), OFFERED_RATE, MAX_IN_FLIGHT, w, true))?;
+        let load = client_rt.block_on(run_load(
+            &srv.url(""),
+            (OFFERED_RATE, MAX_IN_FLIGHT),
+            w,
+            true,
+            endpoint.http.clone(),
+        ))?;
         let connections = srv.connections() - opened;
         let endpoint_requests = srv.requests() - answered;
         let wrk = match &wrk_bin {
             None => Err(wrk::MISSING.to_string().into()),
             Some(bin) => wrk::run(
                 bin,
-                &srv.url("/v1/extract"),
+                &srv.url(endpoint.wrk_path),
                 connections.max(1),
                 w.measure,
-                Some(BODY),
+                endpoint.wrk_body,
             )
             .map_err(|e| format!("wrk failed: {e:#}").into()),
         };
@@ -169,8 +229,8 @@ pub fn run(w: &Windows) -> Result<Ceiling, super::BenchError> {
     }
     let reqwest_rps = client_rt
         .block_on(client::closed_loop(
-            &srv.url("/v1/extract"),
-            Some(BODY),
+            &srv.url(endpoint.wrk_path),
+            endpoint.wrk_body,
             MAX_IN_FLIGHT,
             w.measure,
         ))?
@@ -196,10 +256,10 @@ pub fn busy_reply() -> std::sync::Arc<[u8]> {
 /// CPU counted.
 pub async fn run_load(
     base: &str,
-    rate: f64,
-    max_in_flight: u64,
+    (rate, max_in_flight): (f64, u64),
     w: &Windows,
     cut: bool,
+    http: Option<Arc<HttpWorkload>>,
 ) -> Result<LoadRun, super::BenchError> {
     let start = Instant::now() + Duration::from_millis(300);
     let total = w.warmup + w.measure;
@@ -219,11 +279,14 @@ pub async fn run_load(
         load_end,
         max_in_flight,
         stop,
-        journeys: super::journeys(
-            recorder.clone(),
-            retry_policy::RetryConfig::no_retries(),
-            hard_stop,
-        ),
+        journeys: crate::load::JourneySettings {
+            http,
+            ..super::journeys(
+                recorder.clone(),
+                retry_policy::RetryConfig::no_retries(),
+                hard_stop,
+            )
+        },
     };
     let cpu0 = crate::base::cpu::Snapshot::now()?;
     let t0 = Instant::now();
@@ -257,6 +320,7 @@ pub(super) fn evenly(n: u64, rate: f64) -> Vec<Document> {
             tenant: "t1".into(),
             pages: 1,
             planned: Duration::from_secs_f64(i as f64 / rate),
+            class: None,
         })
         .collect()
 }

@@ -160,6 +160,7 @@ async fn storm(base: &str, attempts: u64, limit: Duration) -> Result<Storm, Benc
             tenant: format!("t{}", i % 4),
             pages: 1,
             planned: Duration::from_micros(i * 500),
+            class: None,
         })
         .collect();
     let load_end = start + limit;

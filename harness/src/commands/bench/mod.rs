@@ -7,7 +7,9 @@
 //!
 //! 1. [`ceiling`]: the harness's load path vs wrk on a trivial endpoint (>= 0.6),
 //!    its CPU per attempt (<= 25 µs) and the connections it opened
-//!    (<= max_in_flight + 5 %).
+//!    (<= max_in_flight + 5 %); then the same for the generic HTTP path
+//!    (`workload.http`, a GET of a static page), the one that drives a
+//!    user's own service.
 //! 2. [`hotpath`]: a cache-hit `POST /v1/extract` vs the axum floor (>= 0.5).
 //! 3. [`pages`]: wgpu vs CPU page executor pages/s (no target; informs capacity).
 //! 4. [`memory`]: peak RSS through a 200k-attempt retry storm (< 300 MB), in a
@@ -124,6 +126,7 @@ pub fn cli(
     bench.header();
     bench.storm();
     bench.ceiling();
+    bench.generic();
     bench.openloop();
     bench.hotpath();
     bench.pages();
@@ -202,13 +205,32 @@ impl Bench {
             "1. load ceiling: harness load path (goose + journeys + recorder) vs wrk, fixed-503 endpoint, {} s window",
             self.w.measure.as_secs()
         ));
-        self.verdicts.push(match ceiling::run(&self.w) {
-            Ok(c) => {
-                self.ceiling_rps = Some(c.harness_rps());
-                print_ceiling(&c)
-            }
-            Err(e) => error(e),
-        });
+        self.verdicts.push(
+            match ceiling::run(&self.w, &ceiling::Endpoint::documents()) {
+                Ok(c) => {
+                    self.ceiling_rps = Some(c.harness_rps());
+                    print_ceiling(&c)
+                }
+                Err(e) => error(e),
+            },
+        );
+    }
+
+    /// BenchStep 1c: the generic HTTP path (a user's own service's) against
+    /// wrk, both GETting one static page.
+    fn generic(&mut self) {
+        if !self.want(BenchStep::Generic) {
+            return;
+        }
+        section(&format!(
+            "1c. generic HTTP path (workload.http: GET of a static page, answered 200) vs wrk, same endpoint and connections, {} s window",
+            self.w.measure.as_secs()
+        ));
+        self.verdicts
+            .push(match ceiling::run(&self.w, &ceiling::Endpoint::generic()) {
+                Ok(c) => print_ceiling(&c),
+                Err(e) => error(e),
+            });
     }
 
     /// BenchStep 5: a constant rate above the ceiling; then (`--agents N`) the ceiling
@@ -408,6 +430,7 @@ fn journeys(
             rounds: 1,
         },
         seed: 1,
+        http: None,
     }
 }
 

@@ -78,7 +78,13 @@ pub fn run(w: &Windows, ceiling_rps: Option<f64>) -> Result<OpenLoop, super::Ben
     let client_rt = crate::base::cpu::named_runtime(crate::base::cpu::LOAD_THREADS)?;
     let srv = server_rt.block_on(server::start(busy_reply()))?;
     let before = crate::base::cpu::Snapshot::now()?;
-    let run = client_rt.block_on(run_load(&srv.url(""), rate, MAX_IN_FLIGHT, w, false))?;
+    let run = client_rt.block_on(run_load(
+        &srv.url(""),
+        (rate, MAX_IN_FLIGHT),
+        w,
+        false,
+        None,
+    ))?;
     let after = crate::base::cpu::Snapshot::now()?;
     let cpu = after.since(&before, |t| {
         if t.starts_with(crate::base::cpu::LOAD_THREADS) {

@@ -9,6 +9,7 @@
 //! load was not delivered as planned is left out of the statistics, run
 //! again once, and the campaign lowers its parallelism.
 
+mod check_real;
 mod collect;
 mod execute;
 mod merge;
@@ -72,9 +73,18 @@ pub fn cli(args: CampaignArgs) -> Result<Finished, CliError> {
         Some(CampaignCommand::Table(t)) => return table(t),
         None => {}
     }
-    let plan = plan::Plan::from_args(&args)?;
+    let mut plan = plan::Plan::from_args(&args)?;
     if args.until_settled {
         sequential::check(&plan)?;
+    }
+    if let Some(n) = args.check_real {
+        if !plan.clock.is_virtual() {
+            return Err(CliError::new(
+                "--check-real checks a virtual campaign in real time: give --clock virtual",
+            ));
+        }
+        // Refused now, not after the virtual runs.
+        check_real::real_plan(&plan, n)?;
     }
     eprintln!("{}", plan.describe());
     crate::commands::budget::check(
@@ -86,11 +96,15 @@ pub fn cli(args: CampaignArgs) -> Result<Finished, CliError> {
     .map_err(CliError::new)?;
     let stop = execute::install_stop()?;
     let started = std::time::Instant::now();
-    if args.until_settled {
-        return sequential::run(plan, &stop, started);
+    let mut summary = if args.until_settled {
+        sequential::summary(&mut plan, &stop, started)?
+    } else {
+        let outcome = execute::run_all(&plan, &stop);
+        plan.summary(outcome, started.elapsed(), stop.is_set())
+    };
+    if let Some(n) = args.check_real.filter(|_| !stop.is_set()) {
+        check_real::run(&plan, &mut summary, n, &stop)?;
     }
-    let outcome = execute::run_all(&plan, &stop);
-    let summary = plan.summary(outcome, started.elapsed(), stop.is_set());
     finish(&plan.dir, &summary)
 }
 

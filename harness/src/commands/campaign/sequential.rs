@@ -15,7 +15,7 @@
 
 use super::execute;
 use super::plan::{Job, Outcome, Plan};
-use crate::base::exit::{CliError, Finished};
+use crate::base::exit::CliError;
 use crate::base::interrupt::StopSignal;
 use crate::commands::budget::words;
 use run_report::campaign::sequential::{
@@ -23,6 +23,7 @@ use run_report::campaign::sequential::{
     TimeToProof,
 };
 use run_report::campaign::CampaignRun;
+use run_report::campaign::CampaignSummary;
 use std::time::{Duration, Instant};
 
 /// Refuses, before anything runs, a campaign with nothing to settle
@@ -38,11 +39,11 @@ pub(super) fn check(plan: &Plan) -> Result<(), CliError> {
 
 /// Runs batches until every claim is settled or the seeds run out, then
 /// writes the campaign with its claims and time to proof.
-pub(super) fn run(
-    mut plan: Plan,
+pub(super) fn summary(
+    plan: &mut Plan,
     stop: &StopSignal,
     started: Instant,
-) -> Result<Finished, CliError> {
+) -> Result<CampaignSummary, CliError> {
     let max_seeds = plan.seeds.len();
     let mut runs: Vec<CampaignRun> = Vec::new();
     let mut parallel = plan.parallel;
@@ -66,12 +67,12 @@ pub(super) fn run(
                 .count()
         );
         let jobs = jobs(&batch, &needed);
-        let out = execute::run_jobs(&plan, jobs, parallel, stop);
+        let out = execute::run_jobs(plan, jobs, parallel, stop);
         parallel = out.parallel_end;
         runs.extend(out.runs);
     }
     let claims = judge(&plan.exp.campaign, &plan.variants, &runs, &plan.seeds);
-    let fixed_runs = fixed_size(&plan);
+    let fixed_runs = fixed_size(plan);
     plan.seeds.truncate(next);
     let wall = started.elapsed();
     let time = TimeToProof {
@@ -85,10 +86,9 @@ pub(super) fn run(
         runs,
         parallel_end: parallel,
     };
-    let summary = plan
+    Ok(plan
         .summary(outcome, wall, stop.is_set())
-        .with_sequential(record);
-    super::finish(&plan.dir, &summary)
+        .with_sequential(record))
 }
 
 /// Every (seed, variant) of a batch, seed by seed.

@@ -20,6 +20,7 @@ pub const MAX_RATE: f64 = 100_000.0;
 mod client;
 mod clock;
 mod compose;
+mod http_workload;
 pub use clock::check_virtual_clock;
 mod expect;
 mod processes;
@@ -30,6 +31,7 @@ pub(crate) use sections::loopback_host;
 mod spike;
 mod target_series;
 mod timeline;
+mod workload;
 
 use super::raw::*;
 use super::*;
@@ -147,7 +149,7 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
     let form = sections::form(&cx, &raw, quick)?;
     let mut environment = sections::environment(&cx, &raw)?;
     let analysis = sections::analysis_config(&cx, &form.analysis)?;
-    let (workload, implied) = sections::workload(&cx, &raw.workload, form.duration)?;
+    let (workload, implied) = workload::workload(&cx, &raw.workload, form.duration)?;
     let mut variants = sections::variants(&cx, &raw, &tree, &environment)?;
     processes::processes(&cx, &raw, &tree, &mut environment, &variants)?;
     proxy::proxies(&cx, &raw, &mut variants, &environment)?;
@@ -160,6 +162,10 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
         &environment,
         &analysis,
     )?;
+    match &raw.workload.http {
+        Some(h) => http_workload::fits(&cx, h, &form.timeline, &environment, &variants)?,
+        None => http_workload::no_requests(&cx, &form.timeline)?,
+    }
     let alerts = alerts::alerts(&cx, &raw)?;
     let target_series = target_series::target_series(&cx, &raw, &environment)?;
     let expectations = expect::expectations(
@@ -224,4 +230,29 @@ fn field_of(msg: &str) -> String {
         }
     }
     "(syntax)".into()
+}
+
+/// A finite population (`size`, `popularity`) checked.
+fn population(
+    cx: &Ctx,
+    at: &Location,
+    field: &str,
+    p: &RawPopulation,
+) -> Result<Population, ExperimentError> {
+    if p.size == 0 || p.size > 10_000_000 {
+        return Err(cx.err(at, format!("{field}.size"), "must be in 1..=10000000"));
+    }
+    if let Popularity::Zipf { s } = p.popularity {
+        if !(s > 0.0 && s.is_finite() && s <= 10.0) {
+            return Err(cx.err(
+                at,
+                format!("{field}.popularity.zipf.s"),
+                "must be in (0, 10]: the exponent of the Zipf law",
+            ));
+        }
+    }
+    Ok(Population {
+        size: p.size,
+        popularity: p.popularity,
+    })
 }

@@ -1,7 +1,8 @@
-//! The sections of an experiment file other than the timeline and the
-//! expectations, one function each: name, the form to run (full or quick),
-//! environment, analysis thresholds, workload, variants (overrides merged
-//! onto the base system and validated again) and the incident's figures.
+//! The sections of an experiment file other than the timeline, the
+//! workload (`workload.rs`) and the expectations, one function each: name,
+//! the form to run (full or quick), environment, analysis thresholds,
+//! variants (overrides merged onto the base system and validated again)
+//! and the incident's figures.
 
 use super::super::raw::*;
 use super::super::*;
@@ -233,174 +234,6 @@ pub(super) fn analysis_config(
     Ok(c)
 }
 
-fn rate(
-    cx: &Ctx,
-    at: &Location,
-    field: &str,
-    r: Option<f64>,
-    c: Option<f64>,
-) -> Result<Rate, ExperimentError> {
-    match (r, c) {
-        (Some(r), None) if r > 0.0 && r.is_finite() && r <= super::MAX_RATE => Ok(Rate::PerSec(r)),
-        (Some(r), None) => Err(cx.err(
-            at,
-            format!("{field}.rate"),
-            format!(
-                "{r} is not a usable rate: must be > 0 and <= {} documents/s",
-                super::MAX_RATE
-            ),
-        )),
-        (None, Some(c)) if c > 0.0 && c.is_finite() && c <= 10.0 => Ok(Rate::Capacity(c)),
-        (None, Some(c)) => Err(cx.err(
-            at,
-            format!("{field}.capacity"),
-            format!("{c} is not a usable share of capacity: must be in (0, 10]"),
-        )),
-        _ => Err(cx.err(
-            at,
-            field,
-            "give exactly one of `rate` (documents/s) or `capacity` (share of calibrated capacity)",
-        )),
-    }
-}
-
-/// The arrival profile, and the load spikes its trigger steps imply (see `spike.rs`).
-fn arrival(
-    cx: &Ctx,
-    w: &RawWorkload,
-    duration: Duration,
-) -> Result<(Arrival, Vec<super::spike::Implied>), ExperimentError> {
-    let at = &w.arrival.referenced;
-    let mut implied = Vec::new();
-    let arrival = match &w.arrival.value {
-        RawArrival::Constant(r) => Arrival::Constant(rate(
-            cx,
-            at,
-            "workload.arrival.constant",
-            r.rate,
-            r.capacity,
-        )?),
-        RawArrival::Ramp { from, to } => Arrival::Ramp {
-            from: rate(
-                cx,
-                at,
-                "workload.arrival.ramp.from",
-                from.rate,
-                from.capacity,
-            )?,
-            to: rate(cx, at, "workload.arrival.ramp.to", to.rate, to.capacity)?,
-        },
-        RawArrival::Steps(steps) => {
-            if steps.is_empty() {
-                return Err(cx.err(at, "workload.arrival.steps", "needs at least one step"));
-            }
-            let mut checked = Vec::new();
-            for (i, s) in steps.iter().enumerate() {
-                let (loc, s) = (&s.referenced, &s.value);
-                let f = format!("workload.arrival.steps[{i}]");
-                let t = cx.duration(loc, &format!("{f}.at"), &s.at)?;
-                if t >= duration {
-                    return Err(cx.err(loc, format!("{f}.at"), "is after the end of the run"));
-                }
-                checked.push(super::spike::Step {
-                    at: t,
-                    rate: rate(cx, loc, &f, s.rate, s.capacity)?,
-                    trigger: s.trigger.unwrap_or(false),
-                    label: s.label.clone(),
-                    loc: *loc,
-                    index: i,
-                });
-            }
-            let (profile, spikes) = super::spike::lower_steps(cx, checked, duration)?;
-            implied = spikes;
-            Arrival::Steps(profile)
-        }
-    };
-    Ok((arrival, implied))
-}
-
-/// The workload, and the load spikes its trigger steps imply (see `spike.rs`).
-pub(super) fn workload(
-    cx: &Ctx,
-    w: &RawWorkload,
-    duration: Duration,
-) -> Result<(Workload, Vec<super::spike::Implied>), ExperimentError> {
-    let (arrival, implied) = arrival(cx, w, duration)?;
-    let pages = w.documents.pages.value;
-    let pat = &w.documents.pages.referenced;
-    match pages {
-        PageDistribution::Fixed(0) => {
-            return Err(cx.err(pat, "workload.documents.pages.fixed", "must be >= 1"))
-        }
-        PageDistribution::Uniform { min, max } if min == 0 || min > max => {
-            return Err(cx.err(
-                pat,
-                "workload.documents.pages.uniform",
-                "needs 1 <= min <= max",
-            ))
-        }
-        PageDistribution::Lognormal { median, sigma, max }
-            if !(median >= 1.0 && (0.0..5.0).contains(&sigma) && max >= 1) =>
-        {
-            return Err(cx.err(
-                pat,
-                "workload.documents.pages.lognormal",
-                "needs median >= 1, 0 <= sigma < 5, max >= 1",
-            ))
-        }
-        _ => {}
-    }
-    if w.documents.tenants.value == 0 || w.documents.tenants.value > 1000 {
-        return Err(cx.err(
-            &w.documents.tenants.referenced,
-            "workload.documents.tenants",
-            "must be in 1..=1000",
-        ));
-    }
-    let population = match &w.documents.population {
-        None => None,
-        Some(p) => {
-            let at = &p.referenced;
-            let field = "workload.documents.population";
-            if p.value.size == 0 || p.value.size > 10_000_000 {
-                return Err(cx.err(at, format!("{field}.size"), "must be in 1..=10000000"));
-            }
-            if let Popularity::Zipf { s } = p.value.popularity {
-                if !(s > 0.0 && s.is_finite() && s <= 10.0) {
-                    return Err(cx.err(
-                        at,
-                        format!("{field}.popularity.zipf.s"),
-                        "must be in (0, 10]: the exponent of the Zipf law",
-                    ));
-                }
-            }
-            Some(Population {
-                size: p.value.size,
-                popularity: p.value.popularity,
-            })
-        }
-    };
-    let max_in_flight = match &w.max_in_flight {
-        Some(m) if m.value == 0 || m.value > 15_000 => {
-            return Err(cx.err(
-                &m.referenced,
-                "workload.max_in_flight",
-                "must be in 1..=15000 (each in-flight journey may hold a socket)",
-            ))
-        }
-        Some(m) => m.value,
-        None => 5_000,
-    };
-    let workload = Workload {
-        arrival,
-        pages,
-        tenants: w.documents.tenants.value,
-        population,
-        max_in_flight,
-    };
-    Ok((workload, implied))
-}
-
 /// Every variant: the base system with the variant's overrides merged key by
 /// key, validated again (typed first, so a misspelt key is an error with its
 /// line), and the base client with the variant's changes.
@@ -414,7 +247,7 @@ pub(super) fn variants(
         cx,
         &raw.workload.client,
         "workload.client",
-        raw.workload.documents.tenants.value.max(1),
+        super::workload::raw_tenants(&raw.workload),
     )?;
     // Base system: validated on its own first (its errors are the clearest).
     let sys_loc = raw

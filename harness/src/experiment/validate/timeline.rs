@@ -117,6 +117,8 @@ fn timeline_entry(
     let op = if let Some(o) = value.get("oversized_documents") {
         no_admin_api(cx, at_loc, &format!("{field}.oversized_documents"), env)?;
         oversized(cx, at_loc, &field, o, at, duration)?
+    } else if let Some(o) = value.get("requests") {
+        super::http_workload::requests(cx, at_loc, &format!("{field}.requests"), o, at, duration)?
     } else if let Some(o) = value.get("load_spike") {
         let spike_field = format!("{field}.load_spike");
         TimelineOp::LoadSpike(super::spike::load_spike(
@@ -278,7 +280,7 @@ fn admin(
             at_loc,
             field,
             format!(
-                "{e}; expected one of {}, oversized_documents, load_spike",
+                "{e}; expected one of {}, oversized_documents, requests, load_spike",
                 names.join(", ")
             ),
         )
@@ -375,10 +377,13 @@ fn undoable() -> Vec<&'static str> {
 
 fn default_label(op: &TimelineOp) -> String {
     match op {
-        TimelineOp::OversizedDocuments(o) => format!(
-            "{} x{} ({}-{} pages)",
-            o.tenant, o.count, o.min_pages, o.max_pages
-        ),
+        TimelineOp::OversizedDocuments(o) => match &o.class {
+            Some(class) => format!("{} x{} {class} requests", o.tenant, o.count),
+            None => format!(
+                "{} x{} ({}-{} pages)",
+                o.tenant, o.count, o.min_pages, o.max_pages
+            ),
+        },
         TimelineOp::LoadSpike(s) => super::spike::label(s),
         TimelineOp::Generic(f) => f.label(),
         TimelineOp::Admin(c) => c.row().label,

@@ -9,7 +9,9 @@
 //! recorder as cut off, so goose's request count covers every attempt sent.
 
 mod async_client;
+pub(crate) mod http;
 
+use crate::experiment::http_workload::HttpWorkload;
 use crate::experiment::Submission;
 use crate::load::client_policies::ClientPolicies;
 use crate::load::workload::Document;
@@ -110,6 +112,8 @@ pub struct JourneyContext {
     ending: Ending,
     /// The clients' retry policies, shared by every lane of the load.
     policies: ClientPolicies,
+    /// Requests to any HTTP service instead of documents (`http.rs`).
+    http_workload: Option<Arc<HttpWorkload>>,
 }
 
 impl JourneyContext {
@@ -132,6 +136,7 @@ impl JourneyContext {
             stop,
             policies: ClientPolicies::default(),
             ending: Ending::default(),
+            http_workload: settings.http.clone(),
         }
     }
 
@@ -171,7 +176,22 @@ impl JourneyContext {
 /// How an attempt ended, with what the retry policy needs.
 pub(crate) enum Attempt {
     Ok(ExtractResponse),
+    /// A generic HTTP request answered with a success status: its body.
+    Answered(Bytes),
     Failed(AttemptOutcome, Failure),
+}
+
+/// What a journey's attempts send: the document's request body, or a
+/// generic HTTP request drawn for it.
+enum Prepared {
+    Document(Bytes),
+    Http(Arc<HttpWorkload>, http::HttpRequest),
+}
+
+/// A journey's successful answer, to be checked.
+enum Reply {
+    Extract(ExtractResponse),
+    Http(Bytes),
 }
 
 /// Runs one journey to its end; `planned` is when its first attempt was due.
@@ -197,7 +217,10 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> Jour
         return JourneyEnd::GaveUp;
     }
     // Prepared once per document: every attempt sends the same bytes.
-    let body = request_body(doc);
+    let prepared = match &ctx.http_workload {
+        Some(h) => Prepared::Http(h.clone(), http::prepare(ctx.seed, h, doc)),
+        None => Prepared::Document(request_body(doc)),
+    };
     // When the attempt now waiting for its answer was sent (its latency's
     // start), for the report of an attempt the variant's end cuts off.
     let mut in_flight = None;
@@ -205,7 +228,15 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> Jour
     // attempt and per retry pause: each was a timer registered in tokio's
     // wheel and a subscription to the stop signal.
     let ended = {
-        let attempts = attempts(ctx, doc, planned, &policy, &mut rng, &body, &mut in_flight);
+        let attempts = attempts(
+            ctx,
+            doc,
+            planned,
+            &policy,
+            &mut rng,
+            &prepared,
+            &mut in_flight,
+        );
         // The end first: a journey woken by both its answer (or a freed
         // connection slot) and the end must not start anything more.
         tokio::select! {
@@ -216,7 +247,14 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> Jour
     };
     match ended {
         Some(Ok(resp)) => {
-            verify(ctx, doc, &resp).await;
+            match (resp, &prepared) {
+                (Reply::Extract(r), _) => verify(ctx, doc, &r).await,
+                (Reply::Http(body), Prepared::Http(h, req)) => {
+                    http::verify(ctx, h, doc, req, &body)
+                }
+                // A document's attempts get no generic HTTP answer.
+                (Reply::Http(_), Prepared::Document(_)) => {}
+            }
             policy.on_success(Instant::now().into_std());
             ctx.recorder
                 .completed(&doc.tenant, doc.pages, planned.elapsed());
@@ -280,9 +318,9 @@ async fn attempts(
     planned: Instant,
     policy: &RetryPolicy,
     rng: &mut StdRng,
-    body: &Bytes,
+    prepared: &Prepared,
     in_flight: &mut Option<Instant>,
-) -> Result<ExtractResponse, JourneyEnd> {
+) -> Result<Reply, JourneyEnd> {
     let mut attempt = 1u32;
     let mut measured_from = planned;
     loop {
@@ -296,19 +334,15 @@ async fn attempts(
             ctx.recorder.attempt_sent(doc.id, &doc.tenant);
         }
         *in_flight = Some(measured_from);
-        let outcome = send(ctx, doc, body).await;
+        let outcome = send(ctx, doc, prepared, attempt).await;
         *in_flight = None;
         let latency = measured_from.elapsed();
         let (kind, failure, status) = match outcome {
-            (Attempt::Ok(resp), status) => {
-                ctx.reports.push(AttemptReport {
-                    latency,
-                    success: true,
-                    status,
-                });
-                ctx.recorder
-                    .attempt_done(doc.id, AttemptOutcome::Ok, latency);
-                return Ok(resp);
+            (Attempt::Ok(r), status) => {
+                return Ok(succeeded(ctx, doc, latency, status, Reply::Extract(r)))
+            }
+            (Attempt::Answered(b), status) => {
+                return Ok(succeeded(ctx, doc, latency, status, Reply::Http(b)))
             }
             (Attempt::Failed(kind, failure), status) => (kind, failure, status),
         };
@@ -332,6 +366,24 @@ async fn attempts(
     }
 }
 
+/// Reports a successful attempt; its reply.
+fn succeeded(
+    ctx: &JourneyContext,
+    doc: &Document,
+    latency: Duration,
+    status: Option<u16>,
+    reply: Reply,
+) -> Reply {
+    ctx.reports.push(AttemptReport {
+        latency,
+        success: true,
+        status,
+    });
+    ctx.recorder
+        .attempt_done(doc.id, AttemptOutcome::Ok, latency);
+    reply
+}
+
 /// The document's request body, serialised once for all its attempts.
 fn request_body(doc: &Document) -> Bytes {
     let body = sut::ExtractRequest {
@@ -342,8 +394,17 @@ fn request_body(doc: &Document) -> Bytes {
     Bytes::from(serde_json::to_vec(&body).expect("a request serialises"))
 }
 
-/// One attempt, by the client's submission mode.
-async fn send(ctx: &JourneyContext, doc: &Document, body: &Bytes) -> (Attempt, Option<u16>) {
+/// One attempt: a generic HTTP request, else by the client's submission mode.
+async fn send(
+    ctx: &JourneyContext,
+    doc: &Document,
+    prepared: &Prepared,
+    attempt: u32,
+) -> (Attempt, Option<u16>) {
+    let body = match prepared {
+        Prepared::Http(h, req) => return http::attempt(ctx, h, doc, req, attempt).await,
+        Prepared::Document(body) => body,
+    };
     match ctx.clients.submission {
         Submission::Sync => match post(ctx, &ctx.extract_path, body, doc).await {
             Ok(resp) => answer(resp),
@@ -452,6 +513,7 @@ mod tests {
                 rounds: 1,
             },
             seed: 1,
+            http: None,
         };
         JourneyContext::new(
             HttpClient::new("http://127.0.0.1:9", 4).unwrap(),
@@ -503,6 +565,7 @@ mod tests {
                 rounds: 1,
             },
             seed: 1,
+            http: None,
         };
         let reports = Arc::new(Reports::default());
         let stop = Arc::new(crate::base::interrupt::StopSignal::default());

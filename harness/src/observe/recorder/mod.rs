@@ -296,6 +296,27 @@ impl Recorder {
 
     /// A 200 result was checked against the reference computation.
     pub fn result_checked(&self, doc: u64, correct: bool, got: u64, expected: u64) {
+        self.checked(doc, correct, (got, expected), || {
+            Some(format!(
+                "document {doc}: got digest {got:#x}, reference {expected:#x}"
+            ))
+        });
+    }
+
+    /// A generic HTTP answer checked by its class's `check`: `example` says
+    /// what was wrong with an incorrect one.
+    pub fn result_checked_by(&self, doc: u64, correct: bool, example: Option<String>) {
+        self.checked(doc, correct, (0, 0), || example);
+    }
+
+    /// A result checked; `example` describes an incorrect one.
+    fn checked(
+        &self,
+        doc: u64,
+        correct: bool,
+        (got, expected): (u64, u64),
+        example: impl FnOnce() -> Option<String>,
+    ) {
         self.tap(Instant::now(), || Event::ResultChecked {
             doc,
             correct,
@@ -307,9 +328,7 @@ impl Recorder {
         if !correct {
             st.integrity.incorrect_results += 1;
             if st.integrity.incorrect_examples.len() < 10 {
-                st.integrity.incorrect_examples.push(format!(
-                    "document {doc}: got digest {got:#x}, reference {expected:#x}"
-                ));
+                st.integrity.incorrect_examples.extend(example());
             }
         }
     }

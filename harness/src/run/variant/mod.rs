@@ -174,8 +174,19 @@ impl<'a> VariantDrive<'a> {
         if let Some(m) = &self.monitor {
             m.attach(running.recorder.clone());
         }
-        let (baseline, unmeasured) = self.baseline().await?;
-        let watchers = self.start_watchers(entries, admin, &running, baseline);
+        let (baseline, scraped) = self.baseline_scrape().await?;
+        let missing = crate::observe::scrape::missing(&baseline);
+        let unmeasured = if self.exp.workload.http.is_some() {
+            blanked(&missing, "not applicable to a generic HTTP service (figures of this project's system: its pages, de-duplication, GPU, cache and gateway)")
+        } else if !scraped {
+            blanked(
+                &missing,
+                "the service has no metrics (`target.metrics` not set)",
+            )
+        } else {
+            unmeasured(&missing, &self.v.name)
+        };
+        let watchers = self.start_watchers(entries, admin, &running, (baseline, scraped));
         let driven = self.drive(&running).await;
         let collected = self
             .teardown(watchers, driven, &running, unmeasured)
@@ -183,27 +194,38 @@ impl<'a> VariantDrive<'a> {
         Ok(self.assemble(collected, &running.recorder))
     }
 
-    /// The first scrape, and the report figures it cannot feed; a target
-    /// without metrics (`Target::has_metrics`) is not scraped, and its
-    /// absence was said once when it started.
-    async fn baseline(&self) -> Result<(Scrape, BTreeMap<run_report::Metric, String>), RunError> {
+    /// The system's counters before the load, and whether the sampler
+    /// reads them. A service of the user's own (`workload.http`) is read
+    /// only at its `target.metrics`, if given: its `/metrics` may be any
+    /// page of its own, and the verdict stands on what its clients saw.
+    async fn baseline_scrape(&self) -> Result<(Scrape, bool), RunError> {
+        let generic = self.exp.workload.http.is_some();
+        // A user's processes without `target.metrics`: their environment
+        // said so once when it started them.
         if !self.target.has_metrics() {
-            let missing = crate::observe::scrape::missing(&Scrape::default());
-            let why = "the service has no metrics (`target.metrics` not set)";
-            let blanks = missing.iter().flat_map(|(_, feeds)| feeds.iter());
-            return Ok((
-                Scrape::default(),
-                blanks.map(|m| (*m, why.to_string())).collect(),
-            ));
+            return Ok((Scrape::default(), false));
         }
-        let baseline = crate::observe::scrape::scrape(&self.system)
-            .await
-            .map_err(|error| RunError::NoMetrics {
+        if generic && self.target.metrics_url().is_none() {
+            eprintln!(
+                "NOTE ({}): no target.metrics: the service's own metrics are not read; the verdict stands on what the clients saw",
+                self.v.name
+            );
+            return Ok((Scrape::default(), false));
+        }
+        match crate::observe::scrape::scrape(&self.system).await {
+            Ok(s) => Ok((s, true)),
+            Err(error) if generic => {
+                eprintln!(
+                    "NOTE ({}): the service's metrics gave no Prometheus text ({error}); the verdict stands on what the clients saw",
+                    self.v.name
+                );
+                Ok((Scrape::default(), false))
+            }
+            Err(error) => Err(RunError::NoMetrics {
                 base: self.base.clone(),
                 error,
-            })?;
-        let unmeasured = unmeasured(&crate::observe::scrape::missing(&baseline), &self.v.name);
-        Ok((baseline, unmeasured))
+            }),
+        }
     }
 
     /// The variant's timeline entries after the initial actions (at 0 s,
@@ -254,7 +276,7 @@ impl<'a> VariantDrive<'a> {
         entries: Vec<TimelineEntry>,
         admin: Option<AdminApi>,
         r: &Running,
-        baseline: Scrape,
+        (baseline, scraped): (Scrape, bool),
     ) -> Watchers {
         let (done, done_rx) = watch::channel(false);
         let start = r.clock.start;
@@ -278,14 +300,16 @@ impl<'a> VariantDrive<'a> {
             ))
         };
         let sampler = Sampler {
-            system: self.system.clone(),
+            system: scraped.then(|| self.system.clone()),
             recorder: r.recorder.clone(),
             stop: self.stop.clone(),
             progress: r.progress.clone(),
             offered: crate::load::spike::Offered::new(self.exp, self.capacity.docs_per_sec),
             duration: self.exp.duration,
             agents: self.coordinator.is_some(),
-            scrape: self.target.has_metrics(),
+            // A user's service may be too overloaded to answer its metrics;
+            // its clients, not its metrics, say whether it is alive.
+            stop_on_silence: self.exp.workload.http.is_none(),
             start,
             total_secs: r.clock.total_secs,
         };
@@ -517,6 +541,21 @@ async fn drive_on_own_runtime(
         Err(e) => Err(load::LoadError::Task(e)),
     };
     (result, cost)
+}
+
+/// The report figures a target's missing series would feed, each with
+/// `why` (said in the report once, not warned series by series): a user's
+/// service without metrics, or a generic HTTP workload, whose service has
+/// no pages, de-duplication or GPU.
+fn blanked(
+    missing: &[(&'static str, &'static [run_report::Metric])],
+    why: &str,
+) -> BTreeMap<run_report::Metric, String> {
+    missing
+        .iter()
+        .flat_map(|(_, feeds)| feeds.iter())
+        .map(|f| (*f, why.to_string()))
+        .collect()
 }
 
 /// Says loudly which series the target lacks and which report figures they
