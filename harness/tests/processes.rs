@@ -255,8 +255,14 @@ fn a_plain_http_server_takes_each_generic_fault_and_nothing_is_left() {
     let mut child = spawn_run(&e);
     let pid = child.id();
     // While paused, the server and its `sleep` child are frozen together.
+    // (The cgroup is made before its tasks are moved in: read until both are.)
     let frozen = wait_for_cgroup(pid, "/sys/fs/cgroup/freezer/");
-    let tasks = std::fs::read_to_string(frozen.join("cgroup.procs")).unwrap_or_default();
+    let until = Instant::now() + Duration::from_millis(1500);
+    let mut tasks = String::new();
+    while tasks.split_whitespace().count() < 2 && Instant::now() < until {
+        tasks = std::fs::read_to_string(frozen.join("cgroup.procs")).unwrap_or_default();
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert!(tasks.split_whitespace().count() >= 2, "frozen: {tasks:?}");
     let status = wait_exit(&mut child, Duration::from_secs(120));
     let err = stderr(&e);
@@ -608,6 +614,33 @@ fn bad_processes_are_refused_where_they_are_written() {
     );
     assert!(err.contains("variants.only.system.processes.db"), "{err}");
     let err = refused(
+        "image-cwd",
+        &[(
+            "SYSTEM",
+            "    web:\n      image: my:local\n      port: 80\n      cwd: .",
+        )],
+    );
+    assert!(
+        err.contains("system.processes.web.cwd") && err.contains("image"),
+        "{err}"
+    );
+    let err = refused(
+        "image-port",
+        &[(
+            "SYSTEM",
+            "    web:\n      image: my:local\n      port: auto",
+        )],
+    );
+    assert!(err.contains("system.processes.web.port"), "{err}");
+    let err = refused(
+        "image-peer",
+        &[(
+            "SYSTEM",
+            "    web:\n      image: my:local\n      port: 80\n      env: { UP: \"{port.web}\" }",
+        )],
+    );
+    assert!(err.contains("{port.web}"), "{err}");
+    let err = refused(
         "sut-keys",
         &[
             ("SYSTEM", PYTHON),
@@ -668,4 +701,90 @@ fn a_variant_overrides_the_command_env_and_config_of_the_same_process() {
     assert_eq!(before.command, after.command);
     assert_eq!(after.config.as_ref().unwrap().1, "workers = 4\n");
     assert_eq!(p.target, "web");
+}
+
+#[test]
+fn target_metrics_is_a_path_or_a_loopback_url_naming_a_process() {
+    for (name, target) in [
+        ("metrics-path", "target: { metrics: /metrics }"),
+        (
+            "metrics-url",
+            "target: { metrics: \"http://127.0.0.1:{port.web}/metrics\" }",
+        ),
+    ] {
+        let e = write(name, &[("SYSTEM", PYTHON), ("TARGET", target)]);
+        let out = validate(&e);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let err = refused(
+        "metrics-unknown",
+        &[
+            ("SYSTEM", PYTHON),
+            (
+                "TARGET",
+                "target: { metrics: \"http://127.0.0.1:{port.db}/metrics\" }",
+            ),
+        ],
+    );
+    assert!(
+        err.contains("target.metrics") && err.contains("{port.db}"),
+        "{err}"
+    );
+    let err = refused(
+        "metrics-remote",
+        &[
+            ("SYSTEM", PYTHON),
+            (
+                "TARGET",
+                "target: { metrics: \"http://10.1.2.3:9100/metrics\" }",
+            ),
+        ],
+    );
+    assert!(err.contains("loopback URL"), "{err}");
+    let err = refused(
+        "target-url",
+        &[
+            ("SYSTEM", PYTHON),
+            ("TARGET", "target: { url: \"http://127.0.0.1:1\" }"),
+        ],
+    );
+    assert!(
+        err.contains("target.url") && err.contains("environment external"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_compose_file_is_refused_where_it_is_wrong() {
+    let cases = [
+        (
+            "services:\n  web:\n    build: .\n    ports: [\"80\"]\n",
+            "build",
+        ),
+        ("services:\n  web:\n    image: my:local\n", "needs a port"),
+        (
+            "services:\n  web:\n    image: my:local\n    ports: [\"80\"]\n    depends_on: [db]\n",
+            "no service \"db\"",
+        ),
+    ];
+    for (i, (compose, why)) in cases.iter().enumerate() {
+        let e = write(
+            &format!("compose-{i}"),
+            &[("SYSTEM", "    web: { command: [sh] }")],
+        );
+        let text = std::fs::read_to_string(&e.file).unwrap().replace(
+            "system:\n  processes:\n    web: { command: [sh] }\n",
+            "system: { compose: dc.yml }\n",
+        );
+        std::fs::write(&e.file, text).unwrap();
+        std::fs::write(e.dir.join("dc.yml"), compose).unwrap();
+        let out = validate(&e);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(err.contains("dc.yml:") && err.contains(why), "{why}: {err}");
+    }
 }

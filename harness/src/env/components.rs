@@ -420,6 +420,9 @@ impl ProcessSet {
         let pid = child.id().unwrap_or(0);
         // Its own children too (nginx's workers outlive a killed master).
         kill_tree(&mut child, p.launch.tag.is_some());
+        if let Some(tag) = &p.launch.tag {
+            kill_tagged(tag);
+        }
         child.kill().await.map_err(|error| ComponentError::Kill {
             name: name.to_string(),
             error,

@@ -263,6 +263,77 @@ pub(crate) async fn remove_variant(network: &str) -> Result<(usize, bool), Docke
     }
 }
 
+/// One container of a user's image (`environment: processes` with
+/// `image:`): on `network`, its `port` published on 127.0.0.1:`host_port`.
+pub(crate) struct UserContainer<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) image: &'a str,
+    pub(crate) cmd: Option<Vec<String>>,
+    pub(crate) env: Vec<String>,
+    pub(crate) network: &'a str,
+    pub(crate) port: u16,
+    pub(crate) host_port: u16,
+}
+
+/// `docker network create NETWORK`.
+pub(crate) async fn create_network(network: &str) -> Result<(), DockerCallError> {
+    use testcontainers::bollard::models::NetworkCreateRequest;
+    let create = NetworkCreateRequest {
+        name: network.to_string(),
+        ..Default::default()
+    };
+    call(format!("network create {network}"), |d| async move {
+        d.create_network(create).await.map(|_| ())
+    })
+    .await
+}
+
+/// `docker run -d --name NAME --network NETWORK -p 127.0.0.1:HOST:PORT
+/// IMAGE [CMD]`; the container's id.
+pub(crate) async fn run_container(c: &UserContainer<'_>) -> Result<String, DockerCallError> {
+    use testcontainers::bollard::models::{ContainerCreateBody, HostConfig, PortBinding};
+    use testcontainers::bollard::query_parameters::CreateContainerOptions;
+    let port = format!("{}/tcp", c.port);
+    let binding = PortBinding {
+        host_ip: Some("127.0.0.1".into()),
+        host_port: Some(c.host_port.to_string()),
+    };
+    let body = ContainerCreateBody {
+        image: Some(c.image.to_string()),
+        cmd: c.cmd.clone(),
+        env: Some(c.env.clone()),
+        exposed_ports: Some(vec![port.clone()]),
+        host_config: Some(HostConfig {
+            network_mode: Some(c.network.to_string()),
+            port_bindings: Some([(port, Some(vec![binding]))].into()),
+            publish_all_ports: Some(false),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let options = CreateContainerOptions {
+        name: Some(c.name.to_string()),
+        ..Default::default()
+    };
+    let what = format!("run --name {} {}", c.name, c.image);
+    let id = call(what.clone(), |d| async move {
+        d.create_container(Some(options), body).await.map(|r| r.id)
+    })
+    .await?;
+    start(&id).await?;
+    Ok(id)
+}
+
+/// Whether container `id` runs, and its exit code when it does not.
+pub(crate) async fn running(id: &str) -> Result<(bool, Option<i64>), DockerCallError> {
+    let c = call(format!("inspect {id}"), |d| async move {
+        d.inspect_container(id, None).await
+    })
+    .await?;
+    let state = c.state.unwrap_or_default();
+    Ok((state.running.unwrap_or(false), state.exit_code))
+}
+
 /// The names of every container (running or not) and network whose name
 /// starts with `prefix` (`docker ps -a`, `docker network ls`), for tests
 /// that check what a run left. Blocking.
@@ -326,26 +397,10 @@ pub(crate) async fn paused_and_nano_cpus(id: &str) -> Result<(bool, i64), Docker
 /// empty file imported here (no registry, no build).
 #[cfg(test)]
 pub(crate) async fn leave_variant(network: &str) -> Result<(), DockerCallError> {
-    use futures_util::StreamExt;
     use testcontainers::bollard::models::{ContainerCreateBody, HostConfig, NetworkCreateRequest};
-    use testcontainers::bollard::query_parameters::{CreateContainerOptions, CreateImageOptions};
+    use testcontainers::bollard::query_parameters::CreateContainerOptions;
     let image = "harness-ledger-test:latest";
-    let options = CreateImageOptions {
-        from_src: Some("-".into()),
-        repo: Some("harness-ledger-test".into()),
-        tag: Some("latest".into()),
-        ..Default::default()
-    };
-    let tar = one_file_tar("empty");
-    call("import - harness-ledger-test", |d| async move {
-        let body = testcontainers::bollard::body_full(tar.into());
-        let mut progress = d.create_image(Some(options), Some(body), None);
-        while let Some(step) = progress.next().await {
-            step?;
-        }
-        Ok(())
-    })
-    .await?;
+    import("harness-ledger-test", one_file_tar("empty")).await?;
     let create = NetworkCreateRequest {
         name: network.to_string(),
         ..Default::default()
@@ -376,18 +431,45 @@ pub(crate) async fn leave_variant(network: &str) -> Result<(), DockerCallError> 
     Ok(())
 }
 
-/// Removes [`leave_variant`]'s image.
-#[cfg(test)]
-pub(crate) async fn remove_test_image() -> Result<(), DockerCallError> {
+/// Removes image `image` (`docker rmi -f`), for tests. Blocking.
+pub fn remove_image(image: &str) -> Result<(), DockerCallError> {
     use testcontainers::bollard::query_parameters::RemoveImageOptions;
-    let options = RemoveImageOptions {
-        force: true,
+    blocking("rmi", async move {
+        let options = RemoveImageOptions {
+            force: true,
+            ..Default::default()
+        };
+        call(format!("rmi -f {image}"), |d| async move {
+            d.remove_image(image, Some(options), None).await.map(|_| ())
+        })
+        .await
+    })
+}
+
+/// Imports an image `repo:latest` of one executable file `name` holding
+/// `bytes` (`docker import`), for tests that need an image and no
+/// registry. Blocking.
+pub fn import_one_file_image(repo: &str, name: &str, bytes: &[u8]) -> Result<(), DockerCallError> {
+    let tar = one_file_tar_with(name, bytes);
+    blocking("import", async move { import(repo, tar).await })
+}
+
+/// `docker import - REPO:latest` of the archive `tar`.
+async fn import(repo: &str, tar: Vec<u8>) -> Result<(), DockerCallError> {
+    use testcontainers::bollard::query_parameters::CreateImageOptions;
+    let options = CreateImageOptions {
+        from_src: Some("-".into()),
+        repo: Some(repo.into()),
+        tag: Some("latest".into()),
         ..Default::default()
     };
-    call("rmi harness-ledger-test", |d| async move {
-        d.remove_image("harness-ledger-test:latest", Some(options), None)
-            .await
-            .map(|_| ())
+    call(format!("import - {repo}"), |d| async move {
+        let body = testcontainers::bollard::body_full(tar.into());
+        let mut progress = d.create_image(Some(options), Some(body), None);
+        while let Some(step) = futures_util::StreamExt::next(&mut progress).await {
+            step?;
+        }
+        Ok(())
     })
     .await
 }
@@ -395,12 +477,17 @@ pub(crate) async fn remove_test_image() -> Result<(), DockerCallError> {
 /// A tar archive of one empty file `name` (ustar).
 #[cfg(test)]
 fn one_file_tar(name: &str) -> Vec<u8> {
+    one_file_tar_with(name, b"")
+}
+
+/// A tar archive (ustar) of one executable file `name` holding `bytes`.
+fn one_file_tar_with(name: &str, bytes: &[u8]) -> Vec<u8> {
     let mut h = [0u8; 512];
     h[..name.len()].copy_from_slice(name.as_bytes());
-    for (at, field) in [(100, "0000644\0"), (108, "0000000\0"), (116, "0000000\0")] {
+    for (at, field) in [(100, "0000755\0"), (108, "0000000\0"), (116, "0000000\0")] {
         h[at..at + 8].copy_from_slice(field.as_bytes());
     }
-    h[124..136].copy_from_slice(b"00000000000\0");
+    h[124..136].copy_from_slice(format!("{:011o}\0", bytes.len()).as_bytes());
     h[136..148].copy_from_slice(b"00000000000\0");
     h[156] = b'0';
     h[257..263].copy_from_slice(b"ustar\0");
@@ -409,6 +496,8 @@ fn one_file_tar(name: &str) -> Vec<u8> {
     let sum: u32 = h.iter().map(|b| u32::from(*b)).sum();
     h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
     let mut out = h.to_vec();
+    out.extend_from_slice(bytes);
+    out.resize(out.len().div_ceil(512) * 512, 0);
     out.extend([0u8; 1024]);
     out
 }

@@ -59,6 +59,9 @@ pub struct Target {
     no_metrics: bool,
     /// The user's processes that exit by themselves (`processes.rs`).
     exits: Option<processes::ExitWatch>,
+    /// The user's processes that are containers of local images, removed
+    /// with the target.
+    images: Option<processes::Images>,
     /// Virtual time: the system on the caller's runtime, reached in process
     /// (no socket), stopped with the target.
     in_process: Option<(crate::net::in_process::InProcess, Arc<System>)>,
@@ -93,6 +96,7 @@ impl Target {
             metrics_url: None,
             no_metrics: false,
             exits: None,
+            images: None,
             in_process: None,
         }
     }
@@ -199,6 +203,9 @@ impl Target {
             p.stop(sut::server::DRAIN_TIMEOUT).await;
             let _ = std::fs::remove_dir_all(p.dir());
         }
+        if let Some(i) = self.images.take() {
+            i.remove().await;
+        }
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
@@ -261,6 +268,12 @@ pub enum EnvError {
     Bind(std::io::Error),
     #[error("no processes for variant {0} (environment processes)")]
     NoProcesses(String),
+    #[error(transparent)]
+    Docker(crate::env::docker::DockerCallError),
+    #[error("process {process}: the image {image} is not on this machine (a local image: build or load it first)")]
+    NoImage { process: String, image: String },
+    #[error("process {process} is not ready: {why}")]
+    ContainerNotReady { process: String, why: String },
     #[error("process {process}: port {port} is not free on 127.0.0.1 ({}); stop what listens there, or use `port: auto`", Causes(.error))]
     PortInUse {
         process: String,
@@ -430,6 +443,7 @@ async fn start_embedded(v: &Variant, executor: Arc<dyn PageExecutor>) -> Result<
         metrics_url: None,
         no_metrics: false,
         exits: None,
+        images: None,
         in_process: None,
     })
 }

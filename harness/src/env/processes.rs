@@ -13,6 +13,9 @@
 //! and restart on the same command and port. A process that exits by
 //! itself is said at once and recorded in the variant's integrity.
 //!
+//! A process with `image:` is a container of that local image instead
+//! (`images.rs`).
+//!
 //! Such a service has no admin API: the target carries no admin token, so
 //! the run calls no `/admin/*`; its server-side metrics are read only where
 //! `target.metrics` names them.
@@ -24,6 +27,9 @@ use crate::experiment::{Experiment, Variant};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+
+mod images;
+pub(crate) use images::Images;
 
 /// How often a running variant looks for processes that exited.
 const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
@@ -79,18 +85,12 @@ pub(super) async fn start(
         }
         peer.insert(name.clone(), to);
     }
-    let tag_base = tag_base();
-    for s in specs {
-        let launch = launch(&set, s, &ports, &peer, &tag_base)?;
-        let ready = Ready::Probe {
-            http: match &s.ready {
-                crate::experiment::processes::Ready::Http(p) => Some(p.clone()),
-                crate::experiment::processes::Ready::Tcp => None,
-            },
-            timeout: s.ready_timeout,
-        };
-        set.start_user(&s.name, launch, ports[&s.name], ready)
-            .await?;
+    let mut images = None;
+    if let Err(e) = start_each(v, specs, (&set, &ledger), (&ports, &peer), &mut images).await {
+        if let Some(i) = images {
+            i.remove().await;
+        }
+        return Err(e);
     }
     let base_url = format!("http://{}", ports[&env.target]);
     let mut target = Target::elsewhere(base_url.clone(), None);
@@ -102,11 +102,57 @@ pub(super) async fn start(
     if target.no_metrics {
         eprintln!("harness: {}: no `target.metrics`, so the service's own series are not read; the report's system figures read n/a", v.name);
     }
-    let injector = super::faults::Injector::new(set.clone(), ledger, faulted);
+    let containers = images.as_ref().map(|i| i.ids.clone()).unwrap_or_default();
+    let injector =
+        super::faults::Injector::new(set.clone(), ledger, faulted).with_containers(containers);
     target.faults = Some(Arc::new(injector));
-    target.exits = Some(watch_exits(set.clone(), v.name.clone()));
+    let killable = exp
+        .generic_faults()
+        .filter(|f| f.kind() == "kill")
+        .map(|f| f.component().to_string())
+        .collect();
+    let watched = Watched {
+        set: set.clone(),
+        containers: images.as_ref().map(|i| i.ids.clone()).unwrap_or_default(),
+        killable,
+    };
+    target.exits = Some(watch_exits(watched, v.name.clone()));
     target.processes = Some(set);
+    target.images = images;
     Ok(target)
+}
+
+/// Starts every process in the file's order, each until ready: a command
+/// in `set`, an image as a container of `images` (created with the first).
+async fn start_each(
+    v: &Variant,
+    specs: &[ProcessSpec],
+    (set, ledger): (&ProcessSet, &Arc<crate::env::ledger::Ledger>),
+    (ports, peer): (&BTreeMap<String, SocketAddr>, &BTreeMap<String, SocketAddr>),
+    images: &mut Option<Images>,
+) -> Result<(), EnvError> {
+    let tag_base = tag_base();
+    for s in specs {
+        if s.image.is_some() {
+            if images.is_none() {
+                *images = Some(Images::network(&v.name, ledger.clone()).await?);
+            }
+            let i = images.as_mut().expect("created above");
+            i.start(s, ports[&s.name]).await?;
+            continue;
+        }
+        let launch = launch(set, s, ports, peer, &tag_base)?;
+        let ready = Ready::Probe {
+            http: match &s.ready {
+                crate::experiment::processes::Ready::Http(p) => Some(p.clone()),
+                crate::experiment::processes::Ready::Tcp => None,
+            },
+            timeout: s.ready_timeout,
+        };
+        set.start_user(&s.name, launch, ports[&s.name], ready)
+            .await?;
+    }
+    Ok(())
 }
 
 /// The variant's folder for logs and config files; the prefix is the one
@@ -131,12 +177,13 @@ fn tag_base() -> String {
     )
 }
 
-/// Each process's address: its fixed port (free now, or its readiness
-/// would be another program's), or a free loopback port.
+/// Each process's address on this machine: its fixed port (free now, or
+/// its readiness would be another program's), or a free loopback port (an
+/// image's: where its port inside is published).
 fn choose_ports(specs: &[ProcessSpec]) -> Result<BTreeMap<String, SocketAddr>, EnvError> {
     let mut out = BTreeMap::new();
     for s in specs {
-        let addr = match s.port {
+        let addr = match s.port.filter(|_| s.image.is_none()) {
             Some(p) => {
                 let addr = SocketAddr::from(([127, 0, 0, 1], p));
                 if let Err(error) = std::net::TcpListener::bind(addr) {
@@ -231,20 +278,57 @@ fn metrics_url(
 
 /// Looks for processes that exited by themselves every [`WATCH_EVERY`],
 /// says each at once and keeps its line for the report.
-fn watch_exits(set: Arc<ProcessSet>, variant: String) -> ExitWatch {
+fn watch_exits(mut w: Watched, variant: String) -> ExitWatch {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let into = seen.clone();
     let task = tokio::spawn(async move {
         loop {
             tokio::time::sleep(WATCH_EVERY).await;
-            for e in set.exited().await {
-                let line = exit_line(&e);
+            let mut lines: Vec<String> = w.set.exited().await.iter().map(exit_line).collect();
+            lines.extend(w.containers_exited().await);
+            for line in lines {
                 eprintln!("\n!!! {variant}: the system under test's process {line}\n");
                 into.lock().expect("exits lock").push(line);
             }
         }
     });
     ExitWatch { seen, task }
+}
+
+/// What the exit watcher looks at: the command processes, and the
+/// containers of image processes (by process name) not yet seen exited;
+/// `killable`: those a `kill` fault of the timeline may stop (their exit
+/// code 137 is the fault's, not theirs).
+struct Watched {
+    set: Arc<ProcessSet>,
+    containers: BTreeMap<String, String>,
+    killable: std::collections::BTreeSet<String>,
+}
+
+impl Watched {
+    /// The image processes whose container stopped by itself since the
+    /// last call, one line each (then no longer watched).
+    async fn containers_exited(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut gone = Vec::new();
+        for (name, id) in &self.containers {
+            let Ok((false, code)) = crate::env::docker::running(id).await else {
+                continue;
+            };
+            if code == Some(137) && self.killable.contains(name) {
+                continue;
+            }
+            let code = code.map(|c| c.to_string()).unwrap_or("?".into());
+            out.push(format!(
+                "{name} (container {id}) exited by itself during the run (exit code {code})"
+            ));
+            gone.push(name.clone());
+        }
+        for n in gone {
+            self.containers.remove(&n);
+        }
+        out
+    }
 }
 
 fn exit_line(e: &Exited) -> String {

@@ -16,7 +16,8 @@
 //!
 //! `RawSystem` is `system:` as written: this project's `SystemConfig`
 //! (parsed by its own strict rules, located as before) beside
-//! `processes`, split off while the file is read.
+//! `processes` (or `compose`, a docker-compose file whose services are the
+//! processes), split off while the file is read.
 
 use indexmap::IndexMap;
 use serde::de::{DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
@@ -33,6 +34,8 @@ use sut::SystemConfig;
 pub struct RawSystem {
     pub config: SystemConfig,
     pub processes: Option<Spanned<IndexMap<String, Spanned<RawProcess>>>>,
+    /// `compose: FILE`: a docker-compose file whose services are the processes.
+    pub compose: Option<Spanned<String>>,
     /// The keys of `config` the file wrote (refused beside `processes`).
     pub config_keys: Vec<String>,
 }
@@ -45,7 +48,7 @@ impl std::ops::Deref for RawSystem {
 }
 
 /// `system.processes.NAME` as written; in a variant only what it changes.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawProcess {
     /// The program and its arguments, e.g. `[python3, -m, http.server, "{port}"]`
@@ -53,6 +56,11 @@ pub struct RawProcess {
     /// `{port.NAME}` another process's, `{config}` its config file's path.
     #[serde(default)]
     pub command: Option<Vec<String>>,
+    /// A local image (`myapp:local`) run as a container instead of a
+    /// command: `command` is then its command, `port` (a number) the port
+    /// it listens on inside, published on a free loopback port.
+    #[serde(default)]
+    pub image: Option<String>,
     /// Environment variables added to the harness's own (values substituted like the command).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
@@ -75,7 +83,7 @@ pub struct RawProcess {
 }
 
 /// `ready:` as written.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawReady {
     /// A path (`/health`) asked with GET on the process's port.
@@ -91,7 +99,7 @@ pub struct RawReady {
 
 /// `config:` a file written for the process: `template` (a file relative
 /// to the experiment file's folder) or `text`, and its name.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawConfigFile {
     #[serde(default)]
@@ -107,6 +115,9 @@ pub struct RawConfigFile {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProcessSpec {
     pub name: String,
+    /// A local image run as a container (`command` its command, `port`
+    /// the port inside it); `None`: `command` is run as a process.
+    pub image: Option<String>,
     /// argv, placeholders not yet replaced (ports are chosen at start).
     pub command: Vec<String>,
     pub env: BTreeMap<String, String>,
@@ -212,10 +223,12 @@ impl<'de> Visitor<'de> for SystemVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawSystem, A::Error> {
         let mut processes = None;
+        let mut compose = None;
         let mut config_keys = Vec::new();
         let split = Split {
             inner: map,
             processes: &mut processes,
+            compose: &mut compose,
             keys: &mut config_keys,
         };
         let config =
@@ -223,6 +236,7 @@ impl<'de> Visitor<'de> for SystemVisitor {
         Ok(RawSystem {
             config,
             processes,
+            compose,
             config_keys,
         })
     }
@@ -236,6 +250,7 @@ type RawProcesses = Spanned<IndexMap<String, Spanned<RawProcess>>>;
 struct Split<'a, A> {
     inner: A,
     processes: &'a mut Option<RawProcesses>,
+    compose: &'a mut Option<Spanned<String>>,
     keys: &'a mut Vec<String>,
 }
 
@@ -252,6 +267,10 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Split<'_, A> {
             };
             if key == "processes" {
                 *self.processes = Some(self.inner.next_value()?);
+                continue;
+            }
+            if key == "compose" {
+                *self.compose = Some(self.inner.next_value()?);
                 continue;
             }
             self.keys.push(key.clone());
@@ -287,6 +306,13 @@ impl schemars::JsonSchema for RawSystem {
                 );
             }
             props.insert("processes".into(), p);
+            props.insert(
+                "compose".into(),
+                serde_json::json!({
+                    "description": "`environment: processes`: a docker-compose file (relative to this file) whose services are the processes, each a local image.",
+                    "type": ["string", "null"]
+                }),
+            );
         }
         schema
     }

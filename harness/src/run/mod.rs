@@ -272,10 +272,13 @@ fn environment_facts(
     };
     EnvironmentFacts {
         kind: exp.environment.kind().into(),
-        gpu_adapter: info
-            .as_ref()
-            .map(|i| i.adapter.clone())
-            .unwrap_or_else(|| "external target (unknown)".into()),
+        gpu_adapter: info.as_ref().map(|i| i.adapter.clone()).unwrap_or_else(|| {
+            match exp.environment {
+                crate::experiment::Environment::Processes(_) => "your own service (none of ours)",
+                _ => "external target (unknown)",
+            }
+            .into()
+        }),
         gpu_fallback: info.as_ref().is_some_and(|i| i.fallback),
         gpu_fallback_reason: info.as_ref().and_then(|i| i.fallback_reason.clone()),
         calibrated_pages_per_sec: capacity.pages_per_sec,

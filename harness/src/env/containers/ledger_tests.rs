@@ -83,5 +83,5 @@ async fn a_variant_network_record_removes_its_containers_and_network() {
     );
     let again = record.undo().unwrap();
     assert!(again.contains("nothing left"), "{again}");
-    docker::remove_test_image().await.unwrap();
+    docker::remove_image("harness-ledger-test:latest").unwrap();
 }

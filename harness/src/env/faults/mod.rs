@@ -121,6 +121,13 @@ impl Injector {
         }
     }
 
+    /// The same, with `containers` (component name -> container id) too:
+    /// the user's processes that are images (`env/processes/images.rs`).
+    pub(crate) fn with_containers(mut self, containers: BTreeMap<String, String>) -> Injector {
+        self.containers = containers;
+        self
+    }
+
     /// For the containers environment: `containers` maps each component
     /// (`gateway`, `pool-Z`) to its container id, `proxies` each component a
     /// `network` fault names to the fault proxy in the path into it.

@@ -19,6 +19,7 @@ pub use campaign::{parse_seeds, seed_at_index};
 pub const MAX_RATE: f64 = 100_000.0;
 mod client;
 mod clock;
+mod compose;
 mod http_workload;
 pub use clock::check_virtual_clock;
 mod expect;

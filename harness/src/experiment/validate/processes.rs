@@ -10,7 +10,7 @@ use super::super::*;
 use super::{Ctx, ExperimentError};
 use indexmap::IndexMap;
 use serde_saphyr::Location;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Fills `environment`'s processes for every variant; refuses
@@ -30,37 +30,18 @@ pub(super) fn processes(
         .as_ref()
         .map(|e| e.referenced)
         .unwrap_or(raw.name.referenced);
-    let Some(base) = &raw.system.processes else {
-        return Err(cx.err(
-            &env_at,
-            "system.processes",
-            "environment processes needs `system.processes: { NAME: { command: [...] } }`",
-        ));
-    };
-    let at = base.referenced;
-    if base.value.is_empty() {
-        return Err(cx.err(&at, "system.processes", "needs at least one process"));
-    }
+    let dir = file_dir(cx.file());
+    let (at, base, locs) = base(cx, raw, tree, &env_at, &dir)?;
     if let Some(k) = raw.system.config_keys.first() {
         return Err(cx.err(&at, format!("system.{k}"), "configures this project's own service; environment processes runs only your processes (`system.processes`)"));
     }
-    let names: Vec<String> = base.value.keys().cloned().collect();
-    for (n, p) in &base.value {
-        if !good_name(n) {
-            return Err(cx.err(
-                &p.referenced,
-                format!("system.processes.{n}"),
-                "a process name is 1 to 40 ASCII letters, digits, '-' or '_'",
-            ));
-        }
-    }
-    let dir = file_dir(cx.file());
+    let names: Vec<String> = locs.keys().cloned().collect();
     for v in variants {
-        let (at, field, merged) = merged(cx, raw, tree, &v.name, &names)?;
+        let (at, field, merged) = merged(cx, raw, tree, &base, &v.name, &names)?;
         let mut specs = Vec::new();
         for (n, p) in &merged {
             let at = match &field {
-                None => base.value[n].referenced,
+                None => locs[n],
                 Some(_) => at,
             };
             let f = format!("{}system.processes.{n}", field.as_deref().unwrap_or(""));
@@ -72,11 +53,54 @@ pub(super) fn processes(
     target(cx, raw, env, &names, &env_at)
 }
 
+/// The base processes as a tree (from `system.processes`, or the services
+/// of `system.compose`), where they are written, and where each is.
+fn base(
+    cx: &Ctx,
+    raw: &RawExperiment,
+    tree: &serde_json::Value,
+    env_at: &Location,
+    dir: &Path,
+) -> Result<(Location, serde_json::Value, IndexMap<String, Location>), ExperimentError> {
+    let (at, base, locs) = match (&raw.system.processes, &raw.system.compose) {
+        (Some(p), None) => {
+            let locs: IndexMap<String, Location> =
+                p.value.iter().map(|(n, s)| (n.clone(), s.referenced)).collect();
+            let base = tree.pointer("/system/processes").cloned().unwrap_or_default();
+            (p.referenced, base, locs)
+        }
+        (None, Some(c)) => {
+            let ps = super::compose::services(cx, &c.referenced, &c.value, dir)?;
+            let locs = ps.keys().map(|n| (n.clone(), c.referenced)).collect();
+            let base = serde_json::to_value(&ps).unwrap_or_default();
+            (c.referenced, base, locs)
+        }
+        (Some(p), Some(_)) => return Err(cx.err(&p.referenced, "system.compose", "give `system.processes` or `system.compose`, not both")),
+        (None, None) => return Err(cx.err(env_at, "system.processes", "environment processes needs `system.processes: { NAME: { command: [...] } }` or `system.compose: FILE`")),
+    };
+    if locs.is_empty() {
+        return Err(cx.err(&at, "system.processes", "needs at least one process"));
+    }
+    for (n, loc) in &locs {
+        if !good_name(n) {
+            return Err(cx.err(
+                loc,
+                format!("system.processes.{n}"),
+                "a process name is 1 to 40 ASCII letters, digits, '-' or '_'",
+            ));
+        }
+    }
+    Ok((at, base, locs))
+}
+
 /// `system.processes` or a variant's outside `environment: processes`.
 fn refuse_elsewhere(cx: &Ctx, raw: &RawExperiment) -> Result<(), ExperimentError> {
     let why = "needs `environment: processes`";
     if let Some(p) = &raw.system.processes {
         return Err(cx.err(&p.referenced, "system.processes", why));
+    }
+    if let Some(c) = &raw.system.compose {
+        return Err(cx.err(&c.referenced, "system.compose", why));
     }
     for (n, v) in &raw.variants {
         if let Some(p) = v.value.system.as_ref().and_then(|s| s.processes.as_ref()) {
@@ -86,24 +110,33 @@ fn refuse_elsewhere(cx: &Ctx, raw: &RawExperiment) -> Result<(), ExperimentError
     Ok(())
 }
 
+/// A variant's processes: where to locate their errors, the field prefix
+/// (`variants.V.` when the variant overrides them) and the processes.
+type Merged = (Location, Option<String>, IndexMap<String, RawProcess>);
+
 /// The variant's processes: the base's tree with its overrides merged, read
 /// again; `(where, "variants.V." when overridden, processes)`.
 fn merged(
     cx: &Ctx,
     raw: &RawExperiment,
     tree: &serde_json::Value,
+    base: &serde_json::Value,
     vname: &str,
     names: &[String],
-) -> Result<(Location, Option<String>, IndexMap<String, RawProcess>), ExperimentError> {
+) -> Result<Merged, ExperimentError> {
     let v = &raw.variants[vname];
     let field = format!("variants.{vname}.system");
-    let mut base = tree
-        .pointer("/system/processes")
-        .cloned()
-        .unwrap_or_default();
+    let mut base = base.clone();
     let over = v.value.system.as_ref();
     if let Some(k) = over.and_then(|s| s.config_keys.first()) {
         return Err(cx.err(&v.referenced, format!("{field}.{k}"), "configures this project's own service; a variant of environment processes changes `system.processes` only"));
+    }
+    if let Some(c) = over.and_then(|s| s.compose.as_ref()) {
+        return Err(cx.err(
+            &c.referenced,
+            format!("{field}.compose"),
+            "a variant changes a service under `processes.SERVICE`, not the compose file",
+        ));
     }
     let Some(p) = over.and_then(|s| s.processes.as_ref()) else {
         let ps = serde_json::from_value(base)
@@ -170,7 +203,10 @@ fn spec(
             format!("{} is not a folder", cwd.display()),
         ));
     }
-    let command = command(cx, at, f, p, &cwd)?;
+    let command = match &p.image {
+        None => command(cx, at, f, p, &cwd)?,
+        Some(image) => image_process(cx, at, f, image, p)?,
+    };
     let config = config_file(cx, at, f, name, p, dir)?;
     let texts = command
         .iter()
@@ -200,6 +236,7 @@ fn spec(
     let (ready, ready_timeout) = ready(cx, at, f, p.ready.as_ref())?;
     Ok(ProcessSpec {
         name: name.to_string(),
+        image: p.image.clone(),
         command,
         env: p.env.clone(),
         cwd,
@@ -208,6 +245,52 @@ fn spec(
         ready_timeout,
         config,
     })
+}
+
+/// An image's process: its command as written (run inside it), a fixed
+/// port (where it listens inside), no folder or config file of this
+/// machine, and no `{port.NAME}` (its peers' ports are this machine's).
+fn image_process(
+    cx: &Ctx,
+    at: &Location,
+    f: &str,
+    image: &str,
+    p: &RawProcess,
+) -> Result<Vec<String>, ExperimentError> {
+    if image.trim().is_empty() || image.contains(char::is_whitespace) {
+        return Err(cx.err(
+            at,
+            format!("{f}.image"),
+            "a local image name, e.g. myapp:local",
+        ));
+    }
+    let refused = [("cwd", p.cwd.is_some()), ("config", p.config.is_some())];
+    if let Some((k, _)) = refused.iter().find(|(_, set)| *set) {
+        return Err(cx.err(
+            at,
+            format!("{f}.{k}"),
+            "is for a command; a process with `image:` runs in its container",
+        ));
+    }
+    if !matches!(&p.port, Some(serde_json::Value::Number(_))) {
+        return Err(cx.err(
+            at,
+            format!("{f}.port"),
+            "with `image:`, the port the service listens on inside its container (a number)",
+        ));
+    }
+    let command = p.command.clone().unwrap_or_default();
+    let texts = command.iter().chain(p.env.values());
+    if let Some(ph) = texts.flat_map(|t| placeholders(t)).find(|ph| ph != "port") {
+        return Err(cx.err(
+            at,
+            f,
+            format!(
+                "`{{{ph}}}`: a container's command and env know only `{{port}}` (its port inside)"
+            ),
+        ));
+    }
+    Ok(command)
 }
 
 /// The argv: a program found now (on `PATH`, or a path relative to `cwd`,
@@ -416,32 +499,40 @@ fn target(
         }
     };
     if let Some(m) = t.and_then(|t| t.metrics.as_ref()) {
-        let v = m.value.trim();
-        if !v.starts_with('/') {
-            let filled = v.replace("{port}", "1").replace("{port.", "{");
-            let host = reqwest::Url::parse(&filled.replace(['{', '}'], ""))
-                .ok()
-                .and_then(|u| u.host_str().map(str::to_string));
-            if !host.is_some_and(|h| super::loopback_host(&h)) {
-                return Err(cx.err(&m.referenced, "target.metrics", "a path on the target process (`/metrics`) or a loopback URL (`http://127.0.0.1:{port.NAME}/metrics`)"));
-            }
-        }
-        let unknown: BTreeSet<String> = placeholders(v)
-            .into_iter()
-            .filter(|p| {
-                p.strip_prefix("port.")
-                    .is_none_or(|n| !names.iter().any(|x| x == n))
-            })
-            .filter(|p| p != "port")
-            .collect();
-        if let Some(u) = unknown.first() {
-            return Err(cx.err(
-                &m.referenced,
-                "target.metrics",
-                format!("`{{{u}}}` names no process"),
-            ));
-        }
-        env.metrics = Some(v.to_string());
+        env.metrics = Some(metrics(cx, m, names)?);
     }
     Ok(())
+}
+
+/// `target.metrics`: a path on the target process, or a loopback URL whose
+/// placeholders name processes.
+fn metrics(
+    cx: &Ctx,
+    m: &serde_saphyr::Spanned<String>,
+    names: &[String],
+) -> Result<String, ExperimentError> {
+    let v = m.value.trim();
+    if !v.starts_with('/') {
+        let ones = placeholders(v).into_iter().map(|p| (p, "1".to_string()));
+        let filled = substitute(v, &ones.collect());
+        let host = reqwest::Url::parse(&filled)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string));
+        if !host.is_some_and(|h| super::loopback_host(&h)) {
+            return Err(cx.err(&m.referenced, "target.metrics", "a path on the target process (`/metrics`) or a loopback URL (`http://127.0.0.1:{port.NAME}/metrics`)"));
+        }
+    }
+    let unknown = placeholders(v).into_iter().find(|p| {
+        p != "port"
+            && p.strip_prefix("port.")
+                .is_none_or(|n| !names.iter().any(|x| x == n))
+    });
+    if let Some(u) = unknown {
+        return Err(cx.err(
+            &m.referenced,
+            "target.metrics",
+            format!("`{{{u}}}` names no process"),
+        ));
+    }
+    Ok(v.to_string())
 }

@@ -320,9 +320,10 @@ fn variant_system(
     if let Some(over) = tree.pointer(&format!("/variants/{}/system", escape_pointer(vname))) {
         merge(&mut merged, over);
     }
-    // `processes` is the processes environment's (`processes.rs`).
+    // `processes` and `compose` are the processes environment's (`processes.rs`).
     if let Some(m) = merged.as_object_mut() {
         m.remove("processes");
+        m.remove("compose");
     }
     let system: SystemConfig = serde_json::from_value(merged)
         .map_err(|e| cx.err(at, format!("variants.{vname}.system"), e.to_string()))?;

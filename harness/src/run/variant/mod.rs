@@ -560,7 +560,6 @@ fn blanked(
 
 /// Says loudly which series the target lacks and which report figures they
 /// blank; returns those figures with why (they read "n/a", never 0).
-
 fn unmeasured(
     missing: &[(&'static str, &'static [run_report::Metric])],
     variant: &str,
