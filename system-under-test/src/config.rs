@@ -79,6 +79,11 @@ pub struct PoolConfig {
     /// What a request whose deadline passed is told while its document's
     /// work goes on.
     pub deadline_answer: DeadlineAnswer,
+    /// A heap whose collector slows the pool's CPU work (`split_time`) as
+    /// the memory held by requests in flight grows, like a JVM's (the OSDI'22
+    /// GC case). Absent: no heap, nothing slows (every seed experiment).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heap: Option<crate::heap::HeapConfig>,
 }
 
 impl Default for PoolConfig {
@@ -94,6 +99,7 @@ impl Default for PoolConfig {
             split_time: Duration::ZERO,
             cancel_queued_on_deadline: false,
             deadline_answer: DeadlineAnswer::Timeout,
+            heap: None,
         }
     }
 }
@@ -466,6 +472,16 @@ impl SystemConfig {
                 return Err(bad("pool.retry_after.estimated.min", "must be <= max"));
             }
         }
+        if let Some(h) = &p.heap {
+            h.check()
+                .map_err(|(field, m)| bad(&format!("pool.heap.{field}"), m))?;
+            if p.split_time.is_zero() {
+                return Err(bad(
+                    "pool.heap",
+                    "needs pool.split_time > 0: the collector slows the pool's CPU work, which is split_time per page",
+                ));
+            }
+        }
         self.gpu.validate().map_err(|m| bad("gpu", m.to_string()))?;
         if self.page.words == 0 {
             return Err(bad("page.words", "must be >= 1"));
@@ -571,6 +587,30 @@ mod tests {
             .to_string();
         assert!(err.contains("slotz"), "{err}");
         assert!(err.contains('2'), "line missing: {err}");
+    }
+
+    #[test]
+    fn a_heap_parses_and_needs_cpu_work_to_slow() {
+        let cfg = SystemConfig::from_yaml(
+            "pool: { split_time: 20ms, heap: { capacity_mb: 1024, request_mb: 2, page_mb: 8, collector_cost: 0.1, admit_below: 0.5 } }\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.pool.heap.as_ref().unwrap().admit_below, Some(0.5));
+        let err = SystemConfig::from_yaml(
+            "pool: { heap: { capacity_mb: 1024, request_mb: 2, page_mb: 8, collector_cost: 0.1 } }\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("split_time"), "{err}");
+        let err = SystemConfig::from_yaml(
+            "pool: { split_time: 20ms, heap: { capacity_mb: 0, request_mb: 2, page_mb: 8, collector_cost: 0.1 } }\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("pool.heap.capacity_mb"), "{err}");
+        // Off by default, and then not written at all.
+        let text = serde_json::to_string(&SystemConfig::default().pool).unwrap();
+        assert!(!text.contains("heap"), "{text}");
     }
 
     #[test]

@@ -114,6 +114,8 @@ catalogue! {
         "Pages the GPU computed per second, mean over the window's seconds (the load the cache did not absorb; bounded by the host's speed where the GPU is emulated).";
     GpuQueuePagesMean = "gpu_queue_pages_mean", Run, Pages, windowed: true,
         "Pages waiting in the GPU's page queue, mean over the window's seconds (near `gpu.page_queue`: the GPU is saturated, whatever the host's speed).";
+    CollectorShareMean = "collector_share_mean", Run, Ratio, windowed: true,
+        "The garbage collector's share of the CPU (`pool.heap`; the pool where it is highest), mean over the window's seconds; undefined for a system without a heap.";
     RepeatSubmissions = "repeat_submissions", Run, Count, windowed: true,
         "Submissions of a document submitted before in the variant (a population's repeats, sum).";
     CacheWritesLost = "cache_writes_lost", Run, Count, windowed: true,

@@ -67,6 +67,10 @@ pub(super) fn value(i: &Inputs, m: &MetricRef) -> Result<f64, Undefined> {
             series::mean_finite(s.iter().map(|x| x.gpu_queue_pages)),
             "no second with the queue sampled",
         ),
+        CollectorShareMean => need(
+            series::mean_finite(s.iter().filter_map(|x| x.collector_share)),
+            "no heap in the system under test",
+        ),
         RepeatSubmissions => Ok(sum(s, |x| x.repeat_submissions) as f64),
         CacheWritesLost => Ok(sum(s, |x| x.cache_writes_lost) as f64),
         CacheWriteErrors => Ok(sum(s, |x| x.cache_write_errors) as f64),
