@@ -216,11 +216,16 @@ fn name_effects(m: &EffectFigures, b: &EffectFigures) -> Vec<String> {
     if let Some(g) = m.collector_share {
         let gb = base(b.collector_share, 0.0);
         if g >= gb + 0.20 {
+            // Capacity taken is work multiplied: at a share g every request's
+            // CPU work takes 1 / (1 - g) as long, a factor as comparable with
+            // the others as attempts per document are.
+            let slower = (1.0 - gb) / (1.0 - g).max(1e-9);
             named.push((
-                1.0 + 10.0 * (g - gb),
+                slower,
                 format!(
                     "capacity degradation: the garbage collector took {} of the CPU (baseline {}), \
-                     held there by the memory of the requests in flight",
+                     so the workers' CPU work took {slower:.0}x as long, held there by the memory \
+                     of the requests in flight",
                     pct(g),
                     pct(gb)
                 ),
