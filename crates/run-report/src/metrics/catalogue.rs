@@ -164,6 +164,10 @@ catalogue! {
         "Largest per-second failed / requests of the zone, seconds with >= 5 requests.";
     ZoneFailureRatioMean = "zone_failure_ratio_mean", Zone, Ratio, windowed: true,
         "Mean of the zone's per-second failure ratios.";
+    ZoneFailedFromS = "zone_failed_from_s", Zone, Seconds, windowed: true,
+        "When the zone failed: the first second of its first run of failed seconds (>= 5 requests, failure ratio at the wave threshold) as long as the shortest wave (undefined: it did not fail).";
+    ZoneRecoveredFromS = "zone_recovered_from_s", Zone, Seconds, windowed: true,
+        "When the zone came back: the first second after its last such failure with >= 5 requests below the threshold (undefined: it never failed, or had not come back).";
     ZoneZombieWork = "zone_zombie_work", Zone, Count, windowed: true,
         "Work the zone did for callers that had already given up (sum).";
     AlertsFired = "alerts_fired", Run, Count, windowed: false,

@@ -8,6 +8,7 @@ use crate::analysis::verdict::Verdict;
 use crate::analysis::VariantAnalysis;
 use crate::metrics::{Metric, MetricRef, Undefined};
 use crate::model::{AnalysisConfig, Second, VariantRun, ZoneSecond};
+use super::zone_times;
 use crate::series::{self, sum};
 
 /// What a metric is computed from: the variant, its analysis, and the
@@ -126,6 +127,16 @@ pub(super) fn value(i: &Inputs, m: &MetricRef) -> Result<f64, Undefined> {
             series::mean_finite(zone_ratios(&zone(v, s, label)?)),
             FEW_IN_ZONE,
         ),
+        ZoneFailedFromS => need(
+            zone_times::failed_from(&zone_series(v, s, label)?, i.cfg.wave_threshold, i.cfg.wave_min_duration_s)
+                .map(f64::from),
+            "the zone did not fail (no run of failed seconds as long as a wave)",
+        ),
+        ZoneRecoveredFromS => need(
+            zone_times::recovered_from(&zone_series(v, s, label)?, i.cfg.wave_threshold, i.cfg.wave_min_duration_s)
+                .map(f64::from),
+            "the zone never failed, or had not come back",
+        ),
         ZoneZombieWork => Ok(zone(v, s, label)?
             .iter()
             .fold(0u64, |acc, z| acc.saturating_add(z.zombie_work))
@@ -221,6 +232,17 @@ fn zone<'a>(
         return Err(format!("zone `{zone}` not seen in this variant (zones: {list})").into());
     }
     Ok(s.iter().filter_map(|x| x.zones.get(zone)).collect())
+}
+
+/// The zone's `(t, failure ratio)` over the window.
+fn zone_series(v: &VariantRun, s: &[&Second], label: &str) -> Result<Vec<(u32, Option<f64>)>, Undefined> {
+    zone(v, s, label)?;
+    Ok(s.iter()
+        .map(|x| {
+            let r = x.zones.get(label).and_then(series::zone_trusted_failure_ratio);
+            (x.t, r)
+        })
+        .collect())
 }
 
 fn zone_ratios<'a>(zs: &'a [&'a ZoneSecond]) -> impl Iterator<Item = f64> + 'a {
