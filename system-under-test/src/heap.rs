@@ -200,7 +200,10 @@ mod tests {
     }
 
     fn assert_close(d: Duration, secs: f64) {
-        assert!((d.as_secs_f64() - secs).abs() < 1e-6, "{d:?} against {secs} s");
+        assert!(
+            (d.as_secs_f64() - secs).abs() < 1e-6,
+            "{d:?} against {secs} s"
+        );
     }
 
     #[test]

@@ -73,7 +73,9 @@ pub fn figures(seconds: &[&Second]) -> EffectFigures {
             sum(seconds, |s| s.cache_hits),
             sum(seconds, |s| s.cache_hits + s.cache_misses),
         ),
-        collector_share: crate::series::mean_finite(seconds.iter().filter_map(|s| s.collector_share)),
+        collector_share: crate::series::mean_finite(
+            seconds.iter().filter_map(|s| s.collector_share),
+        ),
     }
 }
 
@@ -317,15 +319,19 @@ mod tests {
         let after = [gc(0.97, 30), gc(0.95, 30)];
         let text = SustainingEffect::measure(&after.iter().collect::<Vec<_>>(), 0, 2, &b).summary();
         assert!(
-            text.starts_with("capacity degradation: the garbage collector took 96 % of the CPU (baseline 6 %)"),
+            text.starts_with(
+                "capacity degradation: the garbage collector took 96 % of the CPU (baseline 6 %)"
+            ),
             "{text}"
         );
         assert!(text.contains("retries: 1.5 attempts"), "{text}");
         // A collector no busier than in the baseline is not an effect.
         let same = [gc(0.15, 20)];
-        assert!(SustainingEffect::measure(&same.iter().collect::<Vec<_>>(), 0, 1, &b)
-            .named
-            .is_empty());
+        assert!(
+            SustainingEffect::measure(&same.iter().collect::<Vec<_>>(), 0, 1, &b)
+                .named
+                .is_empty()
+        );
     }
 
     #[test]

@@ -3,12 +3,12 @@
 //! [`value`] matches every [`Metric`] without a wildcard arm, so a metric
 //! added to the catalogue does not compile until it is computed here.
 
+use super::zone_times;
 use crate::analysis::amplification as amp;
 use crate::analysis::verdict::Verdict;
 use crate::analysis::VariantAnalysis;
 use crate::metrics::{Metric, MetricRef, Undefined};
 use crate::model::{AnalysisConfig, Second, VariantRun, ZoneSecond};
-use super::zone_times;
 use crate::series::{self, sum};
 
 /// What a metric is computed from: the variant, its analysis, and the
@@ -128,13 +128,21 @@ pub(super) fn value(i: &Inputs, m: &MetricRef) -> Result<f64, Undefined> {
             FEW_IN_ZONE,
         ),
         ZoneFailedFromS => need(
-            zone_times::failed_from(&zone_series(v, s, label)?, i.cfg.wave_threshold, i.cfg.wave_min_duration_s)
-                .map(f64::from),
+            zone_times::failed_from(
+                &zone_series(v, s, label)?,
+                i.cfg.wave_threshold,
+                i.cfg.wave_min_duration_s,
+            )
+            .map(f64::from),
             "the zone did not fail (no run of failed seconds as long as a wave)",
         ),
         ZoneRecoveredFromS => need(
-            zone_times::recovered_from(&zone_series(v, s, label)?, i.cfg.wave_threshold, i.cfg.wave_min_duration_s)
-                .map(f64::from),
+            zone_times::recovered_from(
+                &zone_series(v, s, label)?,
+                i.cfg.wave_threshold,
+                i.cfg.wave_min_duration_s,
+            )
+            .map(f64::from),
             "the zone never failed, or had not come back",
         ),
         ZoneZombieWork => Ok(zone(v, s, label)?
@@ -235,11 +243,18 @@ fn zone<'a>(
 }
 
 /// The zone's `(t, failure ratio)` over the window.
-fn zone_series(v: &VariantRun, s: &[&Second], label: &str) -> Result<Vec<(u32, Option<f64>)>, Undefined> {
+fn zone_series(
+    v: &VariantRun,
+    s: &[&Second],
+    label: &str,
+) -> Result<Vec<(u32, Option<f64>)>, Undefined> {
     zone(v, s, label)?;
     Ok(s.iter()
         .map(|x| {
-            let r = x.zones.get(label).and_then(series::zone_trusted_failure_ratio);
+            let r = x
+                .zones
+                .get(label)
+                .and_then(series::zone_trusted_failure_ratio);
             (x.t, r)
         })
         .collect())

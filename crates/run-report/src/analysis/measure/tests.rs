@@ -129,12 +129,20 @@ fn zone_times_and_the_collector_share() {
     close(value(&v, "zone_failed_from_s{az2}"), 20.0);
     close(value(&v, "zone_recovered_from_s{az2}"), 30.0);
     close(value(&v, "zone_failed_from_s{az2}[25s..60s]"), 25.0);
-    assert!(value(&v, "zone_failed_from_s{az1}").is_err(), "az1 never failed");
+    assert!(
+        value(&v, "zone_failed_from_s{az1}").is_err(),
+        "az1 never failed"
+    );
     assert!(value(&v, "zone_recovered_from_s{az2}[0s..29s]").is_err());
-    close(value(&v, "collector_share_mean"), (10.0 * 0.9 + 50.0 * 0.05) / 60.0);
+    close(
+        value(&v, "collector_share_mean"),
+        (10.0 * 0.9 + 50.0 * 0.05) / 60.0,
+    );
     close(value(&v, "collector_share_mean[20s..30s]"), 0.9);
     let mut none = variant();
-    none.seconds.iter_mut().for_each(|s| s.collector_share = None);
+    none.seconds
+        .iter_mut()
+        .for_each(|s| s.collector_share = None);
     assert!(value(&none, "collector_share_mean")
         .unwrap_err()
         .contains("no heap"));

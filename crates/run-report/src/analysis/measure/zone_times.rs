@@ -54,7 +54,11 @@ mod tests {
     use super::*;
 
     fn series(ratios: &[Option<f64>]) -> Vec<(u32, Option<f64>)> {
-        ratios.iter().enumerate().map(|(t, r)| (t as u32, *r)).collect()
+        ratios
+            .iter()
+            .enumerate()
+            .map(|(t, r)| (t as u32, *r))
+            .collect()
     }
 
     #[test]
@@ -62,7 +66,11 @@ mod tests {
         let (h, f, n) = (Some(0.0), Some(0.9), None);
         // t:          0  1  2  3  4  5  6  7  8  9
         let z = series(&[h, f, h, f, f, f, h, n, h, h]);
-        assert_eq!(failed_from(&z, 0.5, 2), Some(3), "the lone second 1 is not a failure");
+        assert_eq!(
+            failed_from(&z, 0.5, 2),
+            Some(3),
+            "the lone second 1 is not a failure"
+        );
         assert_eq!(recovered_from(&z, 0.5, 2), Some(6));
         assert_eq!(failed_from(&z, 0.5, 1), Some(1));
     }
