@@ -260,28 +260,4 @@ mod tests {
         c.collector_cost = 0.0;
         assert_eq!(c.check().unwrap_err().0, "collector_cost");
     }
-
-    #[test]
-    fn a_heap_parses_and_needs_cpu_work_to_slow() {
-        let cfg = crate::config::SystemConfig::from_yaml(
-            "pool: { split_time: 20ms, heap: { capacity_mb: 1024, request_mb: 2, page_mb: 8, collector_cost: 0.1, admit_below: 0.5 } }\n",
-        )
-        .unwrap();
-        assert_eq!(cfg.pool.heap.as_ref().unwrap().admit_below, Some(0.5));
-        let err = crate::config::SystemConfig::from_yaml(
-            "pool: { heap: { capacity_mb: 1024, request_mb: 2, page_mb: 8, collector_cost: 0.1 } }\n",
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(err.contains("split_time"), "{err}");
-        let err = crate::config::SystemConfig::from_yaml(
-            "pool: { split_time: 20ms, heap: { capacity_mb: 0, request_mb: 2, page_mb: 8, collector_cost: 0.1 } }\n",
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(err.contains("pool.heap.capacity_mb"), "{err}");
-        // Off by default, and then not written at all.
-        let text = serde_json::to_string(&crate::config::SystemConfig::default().pool).unwrap();
-        assert!(!text.contains("heap"), "{text}");
-    }
 }
