@@ -73,6 +73,9 @@ pub enum RejectReason {
     Deadline,
     /// The job table of asynchronous submission is full (`POST /v1/jobs`).
     JobTableFull,
+    /// The pool's heap could not take the request's memory: full (out of
+    /// memory), or over the memory-bounded admission's share (`pool.heap`).
+    Memory,
 }
 
 impl RejectReason {
@@ -89,11 +92,12 @@ impl RejectReason {
             RejectReason::Throttled => "throttled",
             RejectReason::Deadline => "deadline",
             RejectReason::JobTableFull => "job_table_full",
+            RejectReason::Memory => "memory",
         }
     }
 
     /// Every reason, for metrics.
-    pub const ALL: [RejectReason; 11] = [
+    pub const ALL: [RejectReason; 12] = [
         RejectReason::QueueFull,
         RejectReason::PageQueueFull,
         RejectReason::DuplicateInProgress,
@@ -105,6 +109,7 @@ impl RejectReason {
         RejectReason::Throttled,
         RejectReason::Deadline,
         RejectReason::JobTableFull,
+        RejectReason::Memory,
     ];
 }
 

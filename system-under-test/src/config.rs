@@ -79,6 +79,11 @@ pub struct PoolConfig {
     /// What a request whose deadline passed is told while its document's
     /// work goes on.
     pub deadline_answer: DeadlineAnswer,
+    /// A heap whose collector slows the pool's CPU work (`split_time`) as
+    /// the memory held by requests in flight grows, like a JVM's (the OSDI'22
+    /// GC case). Absent: no heap, nothing slows (every seed experiment).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heap: Option<crate::heap::HeapConfig>,
 }
 
 impl Default for PoolConfig {
@@ -94,6 +99,7 @@ impl Default for PoolConfig {
             split_time: Duration::ZERO,
             cancel_queued_on_deadline: false,
             deadline_answer: DeadlineAnswer::Timeout,
+            heap: None,
         }
     }
 }
@@ -464,6 +470,16 @@ impl SystemConfig {
             }
             if min > max {
                 return Err(bad("pool.retry_after.estimated.min", "must be <= max"));
+            }
+        }
+        if let Some(h) = &p.heap {
+            h.check()
+                .map_err(|(field, m)| bad(&format!("pool.heap.{field}"), m))?;
+            if p.split_time.is_zero() {
+                return Err(bad(
+                    "pool.heap",
+                    "needs pool.split_time > 0: the collector slows the pool's CPU work, which is split_time per page",
+                ));
             }
         }
         self.gpu.validate().map_err(|m| bad("gpu", m.to_string()))?;

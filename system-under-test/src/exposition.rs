@@ -192,6 +192,13 @@ impl System {
                 &names::POOL_INFLIGHT_DOCUMENTS,
                 p.inflight_documents() as f64,
             );
+            let heap = p.heap();
+            let (capacity, live, share) = heap.map_or((0.0, 0.0, 0.0), |h| {
+                (h.capacity_mb(), h.live_mb(), h.collector_share())
+            });
+            zg(&mut e, &names::POOL_HEAP_CAPACITY_MB, capacity);
+            zg(&mut e, &names::POOL_HEAP_LIVE_MB, live);
+            zg(&mut e, &names::POOL_HEAP_COLLECTOR_SHARE, share);
             zg(&mut e, &names::ZONE_FAIL_RATIO, p.fail_ratio());
             let s = p.gpu().stats();
             zc(&mut e, &names::GPU_PAGES_COMPUTED_TOTAL, s.pages_computed);

@@ -3,7 +3,8 @@
 //!
 //! Layers, one module each, in the order a request meets them: `gateway`
 //! (internal retries) → `router` (zones) → `pool`, which stacks
-//! `failure_cache`, `cache`, `inflight` (de-duplication), `admission` and the
+//! `failure_cache`, `cache`, `inflight` (de-duplication), `admission`,
+//! `heap` (memory in flight and its collector, off unless configured) and the
 //! shared GPU (`gpu_executor::GpuScheduler`). [`server`] is the HTTP face,
 //! [`AdminCommand`] the fault and operator commands, [`metric_names`] the
 //! contract of its counters. A [`Role`] splits the service into a gateway
@@ -21,6 +22,7 @@ mod entropy;
 mod exposition;
 pub(crate) mod failure_cache;
 pub(crate) mod gateway;
+pub mod heap;
 pub(crate) mod inflight;
 pub(crate) mod jobs;
 pub mod metric_names;

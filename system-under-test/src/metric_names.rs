@@ -148,6 +148,18 @@ pub const POOL_WAITERS_WITHOUT_SLOT: Metric = gauge(
 pub const POOL_QUEUE_DEPTH: Metric = gauge("sut_pool_queue_depth", "Requests waiting for a slot.");
 pub const POOL_INFLIGHT_DOCUMENTS: Metric =
     gauge("sut_pool_inflight_documents", "Documents being computed.");
+pub const POOL_HEAP_CAPACITY_MB: Metric = gauge(
+    "sut_pool_heap_capacity_mb",
+    "Size of the pool's heap, in MB (0: the pool has no heap).",
+);
+pub const POOL_HEAP_LIVE_MB: Metric = gauge(
+    "sut_pool_heap_live_mb",
+    "Memory held by requests in flight, in MB.",
+);
+pub const POOL_HEAP_COLLECTOR_SHARE: Metric = gauge(
+    "sut_pool_heap_collector_share",
+    "The garbage collector's share of the pool's CPU at the live memory now.",
+);
 pub const POOL_OK_TOTAL: Metric = counter("sut_pool_ok_total", "Requests answered 200, by source.");
 pub const POOL_REJECTED_TOTAL: Metric =
     counter("sut_pool_rejected_total", "Requests not served, by reason.");
@@ -250,6 +262,9 @@ pub const ALL: &[Metric] = &[
     POOL_WAITERS_WITHOUT_SLOT,
     POOL_QUEUE_DEPTH,
     POOL_INFLIGHT_DOCUMENTS,
+    POOL_HEAP_CAPACITY_MB,
+    POOL_HEAP_LIVE_MB,
+    POOL_HEAP_COLLECTOR_SHARE,
     POOL_OK_TOTAL,
     POOL_REJECTED_TOTAL,
     ZONE_FAIL_RATIO,

@@ -54,6 +54,11 @@ pub const READ: &[(Metric, &[Report])] = &[
         &[Report::ZoneFailureRatioPeak, Report::ZoneFailureRatioMean],
     ),
     (names::POOL_ZOMBIE_WORK_TOTAL, &[Report::ZoneZombieWork]),
+    (names::POOL_HEAP_CAPACITY_MB, &[Report::CollectorShareMean]),
+    (
+        names::POOL_HEAP_COLLECTOR_SHARE,
+        &[Report::CollectorShareMean],
+    ),
 ];
 
 /// The series of [`READ`] that `scrape` lacks, each with the figures it blanks.
@@ -196,6 +201,7 @@ pub fn fill_second(s: &mut Second, now: &Scrape, prev: &Scrape) {
         names::POOL_REJECTED_TOTAL.name,
         &[("reason", RejectReason::RecentlyFailed.as_str())],
     );
+    s.collector_share = collector_share(now);
     let zones = now.zones();
     if zones.len() > 1 {
         for z in zones {
@@ -215,6 +221,16 @@ pub fn fill_second(s: &mut Second, now: &Scrape, prev: &Scrape) {
             );
         }
     }
+}
+
+/// The collector's share in the pool where it is highest, among the pools
+/// that have a heap; `None` when none has one.
+fn collector_share(now: &Scrape) -> Option<f64> {
+    now.zones()
+        .iter()
+        .filter(|z| now.sum(names::POOL_HEAP_CAPACITY_MB.name, &[("zone", z)]) > 0.0)
+        .map(|z| now.sum(names::POOL_HEAP_COLLECTOR_SHARE.name, &[("zone", z)]))
+        .reduce(f64::max)
 }
 
 /// Totals at the end of a run, for the report.
@@ -327,6 +343,25 @@ mod tests {
             "llvmpipe (LLVM \"15\")"
         );
         assert_eq!(s.zones(), vec!["a"]);
+    }
+
+    #[test]
+    fn the_collector_share_is_read_only_where_a_pool_has_a_heap() {
+        let prev = Scrape::default();
+        let none = parse(
+            "sut_pool_slots{zone=\"a\"} 16\nsut_pool_heap_capacity_mb{zone=\"a\"} 0\n\
+             sut_pool_heap_collector_share{zone=\"a\"} 0\n",
+        );
+        let mut s = Second::default();
+        fill_second(&mut s, &none, &prev);
+        assert_eq!(s.collector_share, None);
+        let two = parse(
+            "sut_pool_slots{zone=\"a\"} 16\nsut_pool_slots{zone=\"b\"} 16\n\
+             sut_pool_heap_capacity_mb{zone=\"a\"} 1024\nsut_pool_heap_collector_share{zone=\"a\"} 0.3\n\
+             sut_pool_heap_capacity_mb{zone=\"b\"} 1024\nsut_pool_heap_collector_share{zone=\"b\"} 0.9\n",
+        );
+        fill_second(&mut s, &two, &prev);
+        assert_eq!(s.collector_share, Some(0.9));
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //! 3. `ResultCache` (a hit answers without any work);
 //! 4. de-duplication before admission (`InflightRegistry`; the fixes reject or
 //!    attach duplicates here, without a slot);
-//! 5. `AdmissionGate` (a slot, or a bounded queue, or 503);
+//! 5. `AdmissionGate` (a slot, or a bounded queue, or 503), then, with a
+//!    `heap`, the request's memory (or 503: out of memory, or over the
+//!    memory-bounded admission's share);
 //! 6. with the seed-000 defect, a worker that finds the original still running
 //!    waits for its result *through the cache* while holding the slot;
 //! 7. the compute task: split the document into pages, queue them on the
@@ -16,6 +18,8 @@
 //!    caller gets 504 and the slot is freed, but the page work continues, as
 //!    in the incident (or, with `deadline_answer: retry_after_remaining`,
 //!    a 503 whose Retry-After is when the document's result is due).
+//!    With a `heap`, the document's memory is held until this task ends, and
+//!    each page's CPU work (`split_time`) is slowed by the collector's share.
 
 use crate::admission::{AdmissionError, AdmissionGate};
 use crate::api::{RejectReason, Reply, ResultSource};
@@ -23,6 +27,7 @@ use crate::cache::ResultCache;
 use crate::config::{DeadlineAnswer, DedupMode, PageConfig, PoolConfig};
 use crate::entropy::Entropy;
 use crate::failure_cache::FailureCache;
+use crate::heap::{Allocation, Heap};
 use crate::inflight::{InflightEntry, InflightRegistry, Registration, WorkOutcome};
 use crate::metrics::{Counter, Gauge, GaugeGuard, ReasonCounters};
 use crate::retry_after::{self, DrainState};
@@ -74,6 +79,8 @@ pub struct Pool {
     cache: Arc<dyn ResultCache>,
     failures: FailureCache,
     gpu: GpuScheduler,
+    /// Memory held by requests in flight and its collector (`pool.heap`).
+    heap: Option<Heap>,
     pub metrics: PoolMetrics,
     /// Injected zone failure: share of requests failed at once (0 = healthy).
     fail_ratio: Mutex<f64>,
@@ -99,6 +106,7 @@ impl Pool {
             zone,
             gate: AdmissionGate::new(cfg.slots, cfg.queue),
             inflight: InflightRegistry::new(MAX_INFLIGHT_DOCUMENTS),
+            heap: cfg.heap.clone().map(Heap::new),
             cfg,
             page,
             cache,
@@ -118,6 +126,11 @@ impl Pool {
 
     pub fn gpu(&self) -> &GpuScheduler {
         &self.gpu
+    }
+
+    /// The pool's heap, when it has one.
+    pub fn heap(&self) -> Option<&Heap> {
+        self.heap.as_ref()
     }
 
     pub fn inflight_documents(&self) -> usize {
@@ -237,6 +250,11 @@ impl Pool {
             }
         }
 
+        let memory = match self.heap.as_ref().map(|h| h.allocate(pages)) {
+            Some(Err(_)) => return self.reject(RejectReason::Memory, self.overloaded_advice()),
+            Some(Ok(a)) => Some(a),
+            None => None,
+        };
         let entry = if dedup == DedupMode::Disabled {
             InflightRegistry::standalone(pages)
         } else {
@@ -251,7 +269,7 @@ impl Pool {
                 }
             }
         };
-        self.spawn_compute(tenant.to_string(), doc, pages, entry.clone());
+        self.spawn_compute(tenant.to_string(), doc, pages, entry.clone(), memory);
         match entry.wait(deadline).await {
             Some(WorkOutcome::Done(digest)) => {
                 m.ok_computed.inc();
@@ -337,10 +355,13 @@ impl Pool {
         doc: u64,
         pages: u32,
         entry: Arc<InflightEntry>,
+        memory: Option<Allocation>,
     ) {
         let pool = self.clone();
         tokio::spawn(async move {
             let outcome = pool.compute(&tenant, doc, pages, &entry).await;
+            // The document's memory is live until its work has ended.
+            drop(memory);
             match outcome {
                 WorkOutcome::Done(digest) => {
                     pool.metrics.documents_computed.inc();
@@ -384,7 +405,11 @@ impl Pool {
         let (job, mut results) = self.gpu.open_job(tenant, doc);
         for page in 0..pages {
             if !self.cfg.split_time.is_zero() {
-                tokio::time::sleep(self.cfg.split_time + self.entropy.timer_lateness()).await;
+                let split = match &self.heap {
+                    Some(h) => h.dilate(self.cfg.split_time),
+                    None => self.cfg.split_time,
+                };
+                tokio::time::sleep(split + self.entropy.timer_lateness()).await;
             }
             let spec = PageSpec {
                 doc_seed: doc,
@@ -434,5 +459,7 @@ impl Pool {
     }
 }
 
+#[cfg(test)]
+mod heap_tests;
 #[cfg(test)]
 mod tests;

@@ -18,7 +18,11 @@ const SLOW_DOC: u64 = 1000;
 const SLOW_PAGES: u32 = 100; // 100 pages x 10 ms = 1 s of GPU, deadline 100 ms
 
 /// A pool on one GPU lane of 10 ms per page (1 s for the slow document).
-fn build_pool(policy: SchedulingPolicy, cfg: PoolConfig, cache: Arc<dyn ResultCache>) -> Arc<Pool> {
+pub(super) fn build_pool(
+    policy: SchedulingPolicy,
+    cfg: PoolConfig,
+    cache: Arc<dyn ResultCache>,
+) -> Arc<Pool> {
     let gpu = GpuScheduler::start(
         SchedulerConfig {
             lanes: 1,

@@ -5,6 +5,7 @@
 //! the fidelity panel that compare its values.
 
 mod compute;
+mod zone_times;
 
 use super::VariantAnalysis;
 use crate::metrics::{Metric, MetricRef, MetricValues, Scope, Undefined};

@@ -4,7 +4,10 @@
 //! asks for: retries multiply attempts, internal layers multiply them again,
 //! the GPU computes pages nobody receives (duplicates, orphans of failed
 //! submissions, zombie work for callers that have gone), slots are held by
-//! waiters, and cache writes are lost so finished work is redone.
+//! waiters, and cache writes are lost so finished work is redone. Or the
+//! system has less capacity than before at the same load: a garbage
+//! collector whose share of the CPU grows with the memory of the requests
+//! in flight keeps taking it while they stay many (capacity degradation).
 //!
 //! [`figures`] measures each of those over some seconds; [`SustainingEffect`]
 //! compares the seconds after a residue with the baseline and names the
@@ -38,6 +41,10 @@ pub struct EffectFigures {
     /// every repeat cost a computation (the look-aside cache case).
     #[serde(default)]
     pub cache_hit_ratio: Option<f64>,
+    /// The garbage collector's mean share of the CPU (a system with a heap):
+    /// capacity taken from the workers, not work added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collector_share: Option<f64>,
 }
 
 /// The figures over `seconds`.
@@ -65,6 +72,9 @@ pub fn figures(seconds: &[&Second]) -> EffectFigures {
         cache_hit_ratio: ratio(
             sum(seconds, |s| s.cache_hits),
             sum(seconds, |s| s.cache_hits + s.cache_misses),
+        ),
+        collector_share: crate::series::mean_finite(
+            seconds.iter().filter_map(|s| s.collector_share),
         ),
     }
 }
@@ -104,7 +114,8 @@ impl SustainingEffect {
     pub fn summary(&self) -> String {
         if self.named.is_empty() {
             "no work amplification above the baseline was measured (retries, gateway attempts, \
-             wasted GPU pages, slots held by waiters, lost cache writes, a cold cache)"
+             wasted GPU pages, slots held by waiters, lost cache writes, a cold cache), nor a \
+             collector taking more of the CPU"
                 .into()
         } else {
             self.named.join("; ")
@@ -204,6 +215,25 @@ fn name_effects(m: &EffectFigures, b: &EffectFigures) -> Vec<String> {
             ));
         }
     }
+    if let Some(g) = m.collector_share {
+        let gb = base(b.collector_share, 0.0);
+        if g >= gb + 0.20 {
+            // Capacity taken is work multiplied: at a share g every request's
+            // CPU work takes 1 / (1 - g) as long, a factor as comparable with
+            // the others as attempts per document are.
+            let slower = (1.0 - gb) / (1.0 - g).max(1e-9);
+            named.push((
+                slower,
+                format!(
+                    "capacity degradation: the garbage collector took {} of the CPU (baseline {}), \
+                     so the workers' CPU work took {slower:.0}x as long, held there by the memory \
+                     of the requests in flight",
+                    pct(g),
+                    pct(gb)
+                ),
+            ));
+        }
+    }
     named.sort_by(|a, b| b.0.total_cmp(&a.0));
     named.into_iter().map(|(_, s)| s).collect()
 }
@@ -277,6 +307,31 @@ mod tests {
         let text = e.summary();
         assert!(text.contains("no new document"), "{text}");
         assert!(text.contains("no page delivered"), "{text}");
+    }
+
+    #[test]
+    fn a_collector_that_keeps_the_cpu_is_named_first() {
+        let gc = |share: f64, attempts: u64| Second {
+            collector_share: Some(share),
+            ..sec(20, attempts, attempts, 40, 40, 0)
+        };
+        let b = figures(&[&gc(0.05, 20), &gc(0.07, 20)]);
+        let after = [gc(0.97, 30), gc(0.95, 30)];
+        let text = SustainingEffect::measure(&after.iter().collect::<Vec<_>>(), 0, 2, &b).summary();
+        assert!(
+            text.starts_with(
+                "capacity degradation: the garbage collector took 96 % of the CPU (baseline 6 %)"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("retries: 1.5 attempts"), "{text}");
+        // A collector no busier than in the baseline is not an effect.
+        let same = [gc(0.15, 20)];
+        assert!(
+            SustainingEffect::measure(&same.iter().collect::<Vec<_>>(), 0, 1, &b)
+                .named
+                .is_empty()
+        );
     }
 
     #[test]

@@ -114,6 +114,8 @@ catalogue! {
         "Pages the GPU computed per second, mean over the window's seconds (the load the cache did not absorb; bounded by the host's speed where the GPU is emulated).";
     GpuQueuePagesMean = "gpu_queue_pages_mean", Run, Pages, windowed: true,
         "Pages waiting in the GPU's page queue, mean over the window's seconds (near `gpu.page_queue`: the GPU is saturated, whatever the host's speed).";
+    CollectorShareMean = "collector_share_mean", Run, Ratio, windowed: true,
+        "The garbage collector's share of the CPU (`pool.heap`; the pool where it is highest), mean over the window's seconds; undefined for a system without a heap.";
     RepeatSubmissions = "repeat_submissions", Run, Count, windowed: true,
         "Submissions of a document submitted before in the variant (a population's repeats, sum).";
     CacheWritesLost = "cache_writes_lost", Run, Count, windowed: true,
@@ -162,6 +164,10 @@ catalogue! {
         "Largest per-second failed / requests of the zone, seconds with >= 5 requests.";
     ZoneFailureRatioMean = "zone_failure_ratio_mean", Zone, Ratio, windowed: true,
         "Mean of the zone's per-second failure ratios.";
+    ZoneFailedFromS = "zone_failed_from_s", Zone, Seconds, windowed: true,
+        "When the zone failed: the first second of its first run of failed seconds (>= 5 requests, failure ratio at the wave threshold) as long as the shortest wave (undefined: it did not fail).";
+    ZoneRecoveredFromS = "zone_recovered_from_s", Zone, Seconds, windowed: true,
+        "When the zone came back: the first second after its last such failure with >= 5 requests below the threshold (undefined: it never failed, or had not come back).";
     ZoneZombieWork = "zone_zombie_work", Zone, Count, windowed: true,
         "Work the zone did for callers that had already given up (sum).";
     AlertsFired = "alerts_fired", Run, Count, windowed: false,

@@ -90,6 +90,11 @@ pub struct Second {
     /// GPU pages of documents computed after their caller was answered 504 (zombie work).
     #[serde(default)]
     pub zombie_pages: u64,
+    /// The garbage collector's share of the CPU at the scrape, in the pool
+    /// where it is highest; absent when the system has no heap (`pool.heap`)
+    /// and in runs recorded before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collector_share: Option<f64>,
     /// Per zone, when the system has several.
     #[serde(default)]
     pub zones: BTreeMap<String, ZoneSecond>,

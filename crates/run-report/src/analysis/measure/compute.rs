@@ -3,6 +3,7 @@
 //! [`value`] matches every [`Metric`] without a wildcard arm, so a metric
 //! added to the catalogue does not compile until it is computed here.
 
+use super::zone_times;
 use crate::analysis::amplification as amp;
 use crate::analysis::verdict::Verdict;
 use crate::analysis::VariantAnalysis;
@@ -67,6 +68,10 @@ pub(super) fn value(i: &Inputs, m: &MetricRef) -> Result<f64, Undefined> {
             series::mean_finite(s.iter().map(|x| x.gpu_queue_pages)),
             "no second with the queue sampled",
         ),
+        CollectorShareMean => need(
+            series::mean_finite(s.iter().filter_map(|x| x.collector_share)),
+            "no heap in the system under test",
+        ),
         RepeatSubmissions => Ok(sum(s, |x| x.repeat_submissions) as f64),
         CacheWritesLost => Ok(sum(s, |x| x.cache_writes_lost) as f64),
         CacheWriteErrors => Ok(sum(s, |x| x.cache_write_errors) as f64),
@@ -121,6 +126,24 @@ pub(super) fn value(i: &Inputs, m: &MetricRef) -> Result<f64, Undefined> {
         ZoneFailureRatioMean => need(
             series::mean_finite(zone_ratios(&zone(v, s, label)?)),
             FEW_IN_ZONE,
+        ),
+        ZoneFailedFromS => need(
+            zone_times::failed_from(
+                &zone_series(v, s, label)?,
+                i.cfg.wave_threshold,
+                i.cfg.wave_min_duration_s,
+            )
+            .map(f64::from),
+            "the zone did not fail (no run of failed seconds as long as a wave)",
+        ),
+        ZoneRecoveredFromS => need(
+            zone_times::recovered_from(
+                &zone_series(v, s, label)?,
+                i.cfg.wave_threshold,
+                i.cfg.wave_min_duration_s,
+            )
+            .map(f64::from),
+            "the zone never failed, or had not come back",
         ),
         ZoneZombieWork => Ok(zone(v, s, label)?
             .iter()
@@ -217,6 +240,24 @@ fn zone<'a>(
         return Err(format!("zone `{zone}` not seen in this variant (zones: {list})").into());
     }
     Ok(s.iter().filter_map(|x| x.zones.get(zone)).collect())
+}
+
+/// The zone's `(t, failure ratio)` over the window.
+fn zone_series(
+    v: &VariantRun,
+    s: &[&Second],
+    label: &str,
+) -> Result<Vec<(u32, Option<f64>)>, Undefined> {
+    zone(v, s, label)?;
+    Ok(s.iter()
+        .map(|x| {
+            let r = x
+                .zones
+                .get(label)
+                .and_then(series::zone_trusted_failure_ratio);
+            (x.t, r)
+        })
+        .collect())
 }
 
 fn zone_ratios<'a>(zs: &'a [&'a ZoneSecond]) -> impl Iterator<Item = f64> + 'a {

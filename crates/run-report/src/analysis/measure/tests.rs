@@ -34,6 +34,7 @@ fn variant() -> VariantRun {
                 cache_misses: if bad { 9 } else { 4 },
                 repeat_submissions: u64::from(t % 2 == 0),
                 slots_held_by_waiters: if bad { 7.0 } else { 0.0 },
+                collector_share: Some(if bad { 0.9 } else { 0.05 }),
                 zones: [
                     ("az1".to_string(), zone(0)),
                     ("az2".to_string(), zone(if bad { 40 } else { 0 })),
@@ -120,6 +121,31 @@ fn every_catalogued_metric_is_implemented() {
             "{metric}: {windowed:?}"
         );
     }
+}
+
+#[test]
+fn zone_times_and_the_collector_share() {
+    let v = variant();
+    close(value(&v, "zone_failed_from_s{az2}"), 20.0);
+    close(value(&v, "zone_recovered_from_s{az2}"), 30.0);
+    close(value(&v, "zone_failed_from_s{az2}[25s..60s]"), 25.0);
+    assert!(
+        value(&v, "zone_failed_from_s{az1}").is_err(),
+        "az1 never failed"
+    );
+    assert!(value(&v, "zone_recovered_from_s{az2}[0s..29s]").is_err());
+    close(
+        value(&v, "collector_share_mean"),
+        (10.0 * 0.9 + 50.0 * 0.05) / 60.0,
+    );
+    close(value(&v, "collector_share_mean[20s..30s]"), 0.9);
+    let mut none = variant();
+    none.seconds
+        .iter_mut()
+        .for_each(|s| s.collector_share = None);
+    assert!(value(&none, "collector_share_mean")
+        .unwrap_err()
+        .contains("no heap"));
 }
 
 #[test]

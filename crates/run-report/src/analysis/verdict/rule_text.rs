@@ -34,7 +34,7 @@ pub fn verdict_rule_text(cfg: &AnalysisConfig) -> String {
          long and what drained; if it stayed degraded to the horizon (or until an operator \
          acted, a fault's own end not counting): METASTABLE when the offered load over the {w} s after the residue was at most \
          the baseline's and a sustaining effect (retries, internal retries, wasted GPU pages, \
-         slots held by waiters, lost cache writes, a cold cache) stood out against the baseline, \
+         slots held by waiters, lost cache writes, a cold cache, a garbage collector's share of the CPU) stood out against the baseline, \
          OVERLOADED when the load was higher. STABLE: no degraded second at all. INCONCLUSIVE: \
          fewer than {w} s between the residue's end and the horizon, healthy and degraded seconds \
          alternated to the end, or it stayed degraded with no sustaining effect measured. NO \
