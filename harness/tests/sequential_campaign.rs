@@ -172,8 +172,13 @@ fn error_rates_are_validated_with_located_errors() {
         e.message.starts_with("100 % of runs can only be refuted"),
         "{e}"
     );
-    // The full form's `campaign:` (the quick form's is at 35:53).
-    assert_eq!((e.line, e.column), (103, 51), "{e}");
+    // The full form's `campaign:` (not the quick form's): where its claim's
+    // value starts, found in the file rather than pinned to a line.
+    let full = text.find("\ncampaign:").expect("a full-form campaign");
+    let at = full + text[full..].find(&format!("\"{SHIPPED}\"")).unwrap();
+    let line = text[..at].matches('\n').count() as u64 + 1;
+    let column = (at - text[..at].rfind('\n').unwrap()) as u64;
+    assert_eq!((e.line, e.column), (line, column), "{e}");
     assert!(err(">= 90% (alpha 0.05)")
         .message
         .contains("both error rates"));
