@@ -256,3 +256,16 @@ fn population(
         popularity: p.popularity,
     })
 }
+
+/// Deep merge, as a variant's overrides apply to the base `system:` (and
+/// its processes): maps merge key by key, anything else replaces.
+fn merge(base: &mut serde_json::Value, over: &serde_json::Value) {
+    match (base, over) {
+        (serde_json::Value::Object(b), serde_json::Value::Object(o)) => {
+            for (k, v) in o {
+                merge(b.entry(k.clone()).or_insert(serde_json::Value::Null), v);
+            }
+        }
+        (b, o) => *b = o.clone(),
+    }
+}

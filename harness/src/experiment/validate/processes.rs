@@ -153,22 +153,10 @@ fn merged(
         ))
         .cloned()
         .unwrap_or_default();
-    merge(&mut base, &over);
+    super::merge(&mut base, &over);
     let ps = serde_json::from_value(base)
         .map_err(|e| cx.err(&p.referenced, format!("{field}.processes"), e.to_string()))?;
     Ok((p.referenced, Some(format!("variants.{vname}.")), ps))
-}
-
-/// Deep merge: maps merge key by key, anything else replaces.
-fn merge(base: &mut serde_json::Value, over: &serde_json::Value) {
-    match (base, over) {
-        (serde_json::Value::Object(b), serde_json::Value::Object(o)) => {
-            for (k, v) in o {
-                merge(b.entry(k.clone()).or_insert(serde_json::Value::Null), v);
-            }
-        }
-        (b, o) => *b = o.clone(),
-    }
 }
 
 /// The experiment file's folder, absolute.

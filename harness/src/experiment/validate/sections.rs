@@ -318,7 +318,7 @@ fn variant_system(
 ) -> Result<SystemConfig, ExperimentError> {
     let mut merged = base_system_tree.clone();
     if let Some(over) = tree.pointer(&format!("/variants/{}/system", escape_pointer(vname))) {
-        merge(&mut merged, over);
+        super::merge(&mut merged, over);
     }
     // `processes` and `compose` are the processes environment's (`processes.rs`).
     if let Some(m) = merged.as_object_mut() {
@@ -376,18 +376,6 @@ fn variant_client(
 
 fn escape_pointer(s: &str) -> String {
     s.replace('~', "~0").replace('/', "~1")
-}
-
-/// Deep merge: maps merge key by key, anything else replaces.
-fn merge(base: &mut serde_json::Value, over: &serde_json::Value) {
-    match (base, over) {
-        (serde_json::Value::Object(b), serde_json::Value::Object(o)) => {
-            for (k, v) in o {
-                merge(b.entry(k.clone()).or_insert(serde_json::Value::Null), v);
-            }
-        }
-        (b, o) => *b = o.clone(),
-    }
 }
 
 /// The incident's own figures, for the fidelity panel.
