@@ -147,20 +147,6 @@ fn assert_nothing_left(pid: u32, ledger: &Path) {
     );
 }
 
-fn wait_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("harness did not exit within {within:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// The timeline events of the run's report.
 fn events(dir: &Path) -> Vec<serde_json::Value> {
     let run = dir.join("reports/generic-faults/latest/run.json");
@@ -189,7 +175,7 @@ fn each_fault_kind_is_applied_then_undone_at_its_end() {
         let f = std::fs::read_to_string(frozen.join("freezer.state")).unwrap_or_default();
         assert!(f.is_empty() || f.trim() != "THAWED", "state {f}");
     }
-    let status = wait_exit(&mut run.child, Duration::from_secs(120));
+    let status = common::wait_exit(&mut run.child, Duration::from_secs(120));
     let stderr = std::fs::read_to_string(run.dir.join("stderr.log")).unwrap();
     assert!(
         status.code().is_some_and(|c| c == 0 || c == 1),
@@ -239,7 +225,7 @@ fn a_stop_signal_undoes_what_is_in_force(name: &str, signal: i32, code: i32) {
     wait_for_cgroup(pid, "gateway");
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(pid as i32, signal) };
-    let status = wait_exit(&mut run.child, Duration::from_secs(60));
+    let status = common::wait_exit(&mut run.child, Duration::from_secs(60));
     let stderr = std::fs::read_to_string(run.dir.join("stderr.log")).unwrap();
     assert_eq!(status.code(), Some(code), "{stderr}");
     assert!(stderr.contains("undone at the variant's end"), "{stderr}");
@@ -295,7 +281,7 @@ fn a_second_ctrl_c_exits_at_once_and_still_undoes() {
         unsafe { libc::kill(pid as i32, libc::SIGINT) };
         std::thread::sleep(Duration::from_millis(300));
     }
-    let status = wait_exit(&mut run.child, Duration::from_secs(30));
+    let status = common::wait_exit(&mut run.child, Duration::from_secs(30));
     let stderr = std::fs::read_to_string(run.dir.join("stderr.log")).unwrap();
     assert_eq!(status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("second Ctrl-C"), "{stderr}");
@@ -352,7 +338,7 @@ fn a_network_fault_goes_through_a_fault_proxy_that_ends_with_the_run() {
         "  - { at: 2s, duration: 3s, fault: { network: { component: pool-az1, delay: 50ms } } }\n  - { at: 3s, duration: 2s, fault: { network: { component: gateway, delay: 100ms, jitter: 5ms } } }",
     );
     let pid = run.child.id();
-    let status = wait_exit(&mut run.child, Duration::from_secs(120));
+    let status = common::wait_exit(&mut run.child, Duration::from_secs(120));
     let stderr = std::fs::read_to_string(run.dir.join("stderr.log")).unwrap();
     assert!(
         status.code().is_some_and(|c| c == 0 || c == 1),

@@ -105,20 +105,6 @@ fn spawn_run(e: &Exp) -> Child {
         .unwrap()
 }
 
-fn wait_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("harness did not exit within {within:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 fn stderr(e: &Exp) -> String {
     std::fs::read_to_string(e.dir.join("stderr.log")).unwrap_or_default()
 }
@@ -209,7 +195,7 @@ fn sut_as_a_users_command_runs_the_document_workload_end_to_end() {
     );
     let mut child = spawn_run(&e);
     let pid = child.id();
-    let status = wait_exit(&mut child, Duration::from_secs(120));
+    let status = common::wait_exit(&mut child, Duration::from_secs(120));
     let err = stderr(&e);
     assert_eq!(status.code(), Some(0), "{err}");
     let run = run_json(&e, "sut-process");
@@ -264,7 +250,7 @@ fn a_plain_http_server_takes_each_generic_fault_and_nothing_is_left() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(tasks.split_whitespace().count() >= 2, "frozen: {tasks:?}");
-    let status = wait_exit(&mut child, Duration::from_secs(120));
+    let status = common::wait_exit(&mut child, Duration::from_secs(120));
     let err = stderr(&e);
     // No expectation fails and no process exited by itself: exit 0.
     assert_eq!(status.code(), Some(0), "{err}");
@@ -346,7 +332,7 @@ fn ctrl_c_tears_down_the_processes_and_the_faults_in_force() {
     wait_for_cgroup(pid, "/sys/fs/cgroup/");
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(pid as i32, libc::SIGINT) };
-    let status = wait_exit(&mut child, Duration::from_secs(60));
+    let status = common::wait_exit(&mut child, Duration::from_secs(60));
     let err = stderr(&e);
     assert_eq!(status.code(), Some(130), "{err}");
     assert!(err.contains("undone at the variant's end"), "{err}");
@@ -372,7 +358,7 @@ fn a_peer_reaches_a_network_faulted_process_through_its_fault_proxy() {
     );
     let mut child = spawn_run(&e);
     let pid = child.id();
-    let status = wait_exit(&mut child, Duration::from_secs(120));
+    let status = common::wait_exit(&mut child, Duration::from_secs(120));
     let err = stderr(&e);
     assert_eq!(status.code(), Some(0), "{err}");
     let run = run_json(&e, "peer");
@@ -477,7 +463,7 @@ fn a_process_that_exits_during_the_run_is_named_and_the_run_fails() {
     let e = write("exits", &[("SYSTEM", system)]);
     let mut child = spawn_run(&e);
     let pid = child.id();
-    let status = wait_exit(&mut child, Duration::from_secs(120));
+    let status = common::wait_exit(&mut child, Duration::from_secs(120));
     let err = stderr(&e);
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(err.contains("web exited by itself"), "{err}");
@@ -505,7 +491,7 @@ fn a_port_that_never_becomes_ready_is_said_with_the_last_stderr_lines() {
     let e = write("never-ready", &[("SYSTEM", system)]);
     let mut child = spawn_run(&e);
     let pid = child.id();
-    let status = wait_exit(&mut child, Duration::from_secs(60));
+    let status = common::wait_exit(&mut child, Duration::from_secs(60));
     let err = stderr(&e);
     assert_eq!(status.code(), Some(2), "{err}");
     assert!(err.contains("web did not listen"), "{err}");
@@ -523,7 +509,7 @@ fn a_fixed_port_already_taken_is_said_before_anything_starts() {
     let e = write("port-taken", &[("SYSTEM", &system)]);
     let mut child = spawn_run(&e);
     let pid = child.id();
-    let status = wait_exit(&mut child, Duration::from_secs(60));
+    let status = common::wait_exit(&mut child, Duration::from_secs(60));
     let err = stderr(&e);
     assert_eq!(status.code(), Some(2), "{err}");
     assert!(

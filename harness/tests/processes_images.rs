@@ -135,20 +135,6 @@ fn spawn(dir: &Path, file: &Path) -> Child {
         .unwrap()
 }
 
-fn wait_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("harness did not exit within {within:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// The containers and network of harness `pid`'s variant `only`.
 fn left(pid: u32) -> Vec<String> {
     docker::names_starting(&format!("overload-only-{pid}-")).unwrap()
@@ -167,7 +153,7 @@ fn an_image_takes_each_generic_fault_and_is_removed_with_its_network() {
     );
     let mut child = spawn(&dir, &file);
     let pid = child.id();
-    let status = wait_exit(&mut child, Duration::from_secs(120));
+    let status = common::wait_exit(&mut child, Duration::from_secs(120));
     let err = std::fs::read_to_string(dir.join("stderr.log")).unwrap();
     assert_eq!(status.code(), Some(0), "{err}");
     let run: serde_json::Value = serde_json::from_slice(
@@ -285,7 +271,7 @@ variants:
     assert_eq!(after.command, vec!["/srv", "8080"]);
     let mut child = spawn(&dir, &file);
     let pid = child.id();
-    let status = wait_exit(&mut child, Duration::from_secs(120));
+    let status = common::wait_exit(&mut child, Duration::from_secs(120));
     let err = std::fs::read_to_string(dir.join("stderr.log")).unwrap();
     assert_eq!(status.code(), Some(0), "{err}");
     let run: serde_json::Value = serde_json::from_slice(
@@ -317,7 +303,7 @@ fn a_container_that_exits_during_the_run_is_named_and_the_run_fails() {
     let (dir, file) = experiment_with("image-exits", "5s", "  []\n", "[/srv, \"{port}\", \"2\"]");
     let mut child = spawn(&dir, &file);
     let pid = child.id();
-    let status = wait_exit(&mut child, Duration::from_secs(120));
+    let status = common::wait_exit(&mut child, Duration::from_secs(120));
     let err = std::fs::read_to_string(dir.join("stderr.log")).unwrap();
     assert_eq!(status.code(), Some(1), "{err}");
     let run: serde_json::Value = serde_json::from_slice(

@@ -213,3 +213,22 @@ pub fn assert_not_listening(addrs: &[String]) {
         );
     }
 }
+
+/// Waits for a harness the test started to exit, killing it (and failing)
+/// after `within`.
+pub fn wait_exit(
+    child: &mut std::process::Child,
+    within: std::time::Duration,
+) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("harness did not exit within {within:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
