@@ -183,9 +183,9 @@ pub(crate) enum Attempt {
 
 /// What a journey's attempts send: the document's request body, or a
 /// generic HTTP request drawn for it.
-enum Prepared {
+enum Prepared<'a> {
     Document(Bytes),
-    Http(Arc<HttpWorkload>, http::HttpRequest),
+    Http(&'a HttpWorkload, http::HttpRequest),
 }
 
 /// A journey's successful answer, to be checked.
@@ -218,7 +218,7 @@ async fn journey(ctx: &JourneyContext, doc: &Document, planned: Instant) -> Jour
     }
     // Prepared once per document: every attempt sends the same bytes.
     let prepared = match &ctx.http_workload {
-        Some(h) => Prepared::Http(h.clone(), http::prepare(ctx.seed, h, doc)),
+        Some(h) => Prepared::Http(h, http::prepare(ctx.seed, h, doc)),
         None => Prepared::Document(request_body(doc)),
     };
     // When the attempt now waiting for its answer was sent (its latency's
@@ -318,7 +318,7 @@ async fn attempts(
     planned: Instant,
     policy: &RetryPolicy,
     rng: &mut StdRng,
-    prepared: &Prepared,
+    prepared: &Prepared<'_>,
     in_flight: &mut Option<Instant>,
 ) -> Result<Reply, JourneyEnd> {
     let mut attempt = 1u32;
@@ -398,7 +398,7 @@ fn request_body(doc: &Document) -> Bytes {
 async fn send(
     ctx: &JourneyContext,
     doc: &Document,
-    prepared: &Prepared,
+    prepared: &Prepared<'_>,
     attempt: u32,
 ) -> (Attempt, Option<u16>) {
     let body = match prepared {
