@@ -54,18 +54,19 @@ impl Sampler {
                 _ = done.wait_for(|d| *d) => {},
             }
             let mut row = self.row(t);
+            // A target without metrics: the row is the recorder's alone.
             let scraped = match &self.system {
-                Some(system) => crate::observe::scrape::scrape(system).await,
-                None => Ok(Scrape::default()),
+                Some(system) => Some(crate::observe::scrape::scrape(system).await),
+                None => None,
             };
             match scraped {
-                Ok(now) if self.system.is_none() => prev = now,
-                Ok(now) => {
+                None => {}
+                Some(Ok(now)) => {
                     failures = 0;
                     crate::observe::scrape::fill_second(&mut row, &now, &prev);
                     prev = now;
                 }
-                Err(e) => {
+                Some(Err(e)) => {
                     failures += 1;
                     tracing::warn!("scrape at {t}s failed: {e}");
                     if failures >= 3 && self.stop_on_silence {
