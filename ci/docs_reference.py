@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes docs/experiment-file.md from experiments/experiment.schema.json.
+"""Writes docs/reference/experiment-file.md from experiments/experiment.schema.json.
 
 The schema is what `harness schema` prints, derived from the parser's own
 types, so this page cannot say anything the parser does not accept. Run it
@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "experiments" / "experiment.schema.json"
-PAGE = ROOT / "docs" / "experiment-file.md"
+PAGE = ROOT / "docs" / "reference" / "experiment-file.md"
 
 
 def one_line(text):
@@ -106,13 +106,13 @@ def page():
         "     experiments/experiment.schema.json (`harness schema`). Do not edit. -->",
         "",
         "Every key an experiment file may hold, generated from its JSON Schema",
-        "([experiments/experiment.schema.json](../experiments/experiment.schema.json)),",
+        "([experiments/experiment.schema.json](../../experiments/experiment.schema.json)),",
         "which `harness schema` derives from the parser's own types. A key that is",
         "not listed here is an error. Durations are strings such as `250ms`, `3s`,",
         "`2m`. `harness validate FILE` checks the semantics the schema cannot",
         "(a fault after the end, a zone that does not exist, an unknown metric).",
         "Expectation keys (`expect:`) name the metrics of",
-        "[the metric catalogue](../crates/run-report/src/metrics/catalogue.rs).",
+        "[the metric catalogue](../../crates/run-report/src/metrics/catalogue.rs).",
         "",
         "## Top level",
         "",

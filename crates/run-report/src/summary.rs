@@ -1,6 +1,6 @@
 //! `summary.json`: the machine-readable verdicts, with a stable schema so CI
 //! and dashboards can read it without parsing HTML. Schema version 4 (what
-//! changed between versions is in git and docs/CHANGELOG.md):
+//! changed between versions is in git and CHANGELOG.md):
 //!
 //! ```text
 //! {
