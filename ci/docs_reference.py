@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-"""Writes docs/reference/experiment-file.md from experiments/experiment.schema.json.
+"""Writes the generated reference pages in docs/reference/: experiment-file.md
+from experiments/experiment.schema.json, and cli.md, metrics.md and verdicts.md
+from the code (`harness reference cli|metrics|verdicts`: clap's command tree,
+the metric catalogue, the verdict classes and their rule). The harness binary
+is $HARNESS_BIN, else target/debug/harness (build it first).
 
 The schema is what `harness schema` prints, derived from the parser's own
 types, so this page cannot say anything the parser does not accept. Run it
@@ -7,6 +11,8 @@ after the schema changes; `--check` (in .ci/run) fails when the page is stale.
 Standard library only.
 """
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -124,15 +130,43 @@ def page():
     return "\n".join(out).rstrip() + "\n"
 
 
+CODE_PAGES = ["cli", "metrics", "verdicts"]
+
+
+def harness_bin():
+    path = Path(os.environ.get("HARNESS_BIN") or ROOT / "target" / "debug" / "harness")
+    if not path.is_file():
+        sys.exit(f"docs_reference: no harness binary at {path}: build it (cargo build -p harness) or set HARNESS_BIN")
+    return path
+
+
+def code_page(name):
+    """The Markdown `harness reference NAME` prints."""
+    out = subprocess.run([str(harness_bin()), "reference", name], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"docs_reference: harness reference {name} failed: {out.stderr.strip()}")
+    return out.stdout
+
+
+def pages():
+    """{path: text} of every generated page."""
+    out = {PAGE: page()}
+    for name in CODE_PAGES:
+        out[ROOT / "docs" / "reference" / f"{name}.md"] = code_page(name)
+    return out
+
+
 def main():
-    text = page()
-    if "--check" in sys.argv:
-        if not PAGE.exists() or PAGE.read_text() != text:
-            print(f"{PAGE.relative_to(ROOT)} is stale: run python3 ci/docs_reference.py", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(text)
-    return 0
+    stale = []
+    for path, text in pages().items():
+        if "--check" in sys.argv:
+            if not path.exists() or path.read_text() != text:
+                stale.append(str(path.relative_to(ROOT)))
+        else:
+            path.write_text(text)
+    for path in stale:
+        print(f"{path} is stale: run python3 ci/docs_reference.py", file=sys.stderr)
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":

@@ -32,8 +32,9 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     // Faults a harness killed earlier (SIGKILL) left in force are undone at
-    // every start, and said; agents apply none and leave them to their run.
-    if !matches!(cli.command, Some(Command::Agent(_))) {
+    // every start, and said; agents and the service's processes apply none
+    // and leave them to their run.
+    if !matches!(cli.command, Some(Command::Agent(_) | Command::Sut(_))) {
         for line in harness::env::ledger::recover() {
             eprintln!("harness: undone, left by an earlier harness: {line}");
         }
@@ -65,6 +66,16 @@ fn dispatch(cli: Cli) -> Result<Finished, CliError> {
             use std::io::Write;
             let json = harness::experiment::schema::json();
             let _ = std::io::stdout().lock().write_all(json.as_bytes());
+            Ok(Finished::Passed)
+        }
+        Some(Command::Sut(args)) => match sut::serve::main(args) {
+            Ok(()) => Ok(Finished::Passed),
+            Err(e) => Err(CliError::new(format_args!("sut: {e}"))),
+        },
+        Some(Command::Reference { page }) => {
+            use std::io::Write;
+            let text = commands::reference::page(page);
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
             Ok(Finished::Passed)
         }
         Some(Command::Render(RenderCommand::K8s(args))) => {

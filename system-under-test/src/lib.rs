@@ -33,6 +33,7 @@ mod redis_server;
 pub(crate) mod remote_pool;
 mod retry_after;
 mod role;
+pub mod serve;
 pub(crate) mod router;
 pub mod server;
 mod system;

@@ -38,6 +38,7 @@ pub mod stats;
 mod summary;
 pub mod sweep;
 mod target_series;
+pub mod reference;
 pub mod threshold;
 mod write;
 mod xml;

@@ -95,4 +95,25 @@ pub enum Command {
     /// Writes the experiment out for an existing engine to run (Kubernetes).
     #[command(subcommand)]
     Render(RenderCommand),
+    /// Runs the system under test, or one of its roles, as this process
+    /// (how the harness starts the service's processes; the `sut` binary
+    /// is the same command).
+    #[command(hide = true)]
+    Sut(sut::serve::ServeArgs),
+    /// Prints a reference page (Markdown) generated from the code: the
+    /// command line, the metrics, or the verdicts and their rule
+    /// (`ci/docs_reference.py` writes them to docs/reference/).
+    #[command(hide = true)]
+    Reference {
+        #[arg(value_enum)]
+        page: ReferencePage,
+    },
+}
+
+/// The reference pages `harness reference` prints.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum ReferencePage {
+    Cli,
+    Metrics,
+    Verdicts,
 }

@@ -9,6 +9,7 @@ pub(crate) mod axis;
 pub mod bench;
 pub mod budget;
 pub mod campaign;
+pub mod reference;
 pub mod render;
 pub mod report;
 pub mod run;

@@ -37,7 +37,7 @@ pub enum ComponentError {
     Exe(std::io::Error),
     #[error("the harness executable's folder")]
     ExeFolder,
-    #[error("no `sut` binary beside {} (build it: cargo build -p system-under-test, or set HARNESS_SUT_BIN)", .0.display())]
+    #[error("no `harness` or `sut` binary beside {} (build it: cargo build -p harness, or set HARNESS_SUT_BIN)", .0.display())]
     NoSut(PathBuf),
     #[error("creating {}: {}", .dir.display(), Causes(.error))]
     Folder { dir: PathBuf, error: std::io::Error },
@@ -92,18 +92,57 @@ pub enum ComponentError {
 /// How long a component may take to listen.
 const STARTUP: Duration = Duration::from_secs(60);
 
-/// The `sut` binary: `$HARNESS_SUT_BIN`, else beside this executable, else
-/// one folder up (integration tests run from `target/debug/deps`).
-pub(crate) fn sut_binary() -> Result<PathBuf, ComponentError> {
+/// How to start the system under test as a process: a `sut` binary, or a
+/// `harness` binary with its `sut` subcommand (one build carries both).
+#[derive(Debug, Clone)]
+pub(crate) struct SutProgram {
+    pub program: PathBuf,
+    /// `Some("sut")` when `program` is the harness.
+    subcommand: Option<&'static str>,
+}
+
+impl SutProgram {
+    /// `program [subcommand] args`.
+    fn args(&self, args: Vec<String>) -> Vec<String> {
+        self.subcommand
+            .map(str::to_string)
+            .into_iter()
+            .chain(args)
+            .collect()
+    }
+}
+
+/// The service's program: `$HARNESS_SUT_BIN` (a `sut` binary), else this
+/// executable when it is the harness, else a `harness` (then a `sut`)
+/// binary beside it or one folder up (integration tests run from
+/// `target/debug/deps`).
+pub(crate) fn sut_binary() -> Result<SutProgram, ComponentError> {
     if let Some(p) = std::env::var_os("HARNESS_SUT_BIN").filter(|p| !p.is_empty()) {
-        return Ok(PathBuf::from(p));
+        return Ok(SutProgram {
+            program: PathBuf::from(p),
+            subcommand: None,
+        });
     }
     let exe = std::env::current_exe().map_err(ComponentError::Exe)?;
+    let harness = |program: PathBuf| SutProgram {
+        program,
+        subcommand: Some("sut"),
+    };
+    if exe.file_stem().is_some_and(|s| s == "harness") {
+        return Ok(harness(exe));
+    }
     let here = exe.parent().ok_or(ComponentError::ExeFolder)?;
     for dir in [Some(here), here.parent()].into_iter().flatten() {
-        let p = dir.join("sut");
+        let p = dir.join(format!("harness{}", std::env::consts::EXE_SUFFIX));
         if p.is_file() {
-            return Ok(p);
+            return Ok(harness(p));
+        }
+        let p = dir.join(format!("sut{}", std::env::consts::EXE_SUFFIX));
+        if p.is_file() {
+            return Ok(SutProgram {
+                program: p,
+                subcommand: None,
+            });
         }
     }
     Err(ComponentError::NoSut(exe))
@@ -215,13 +254,13 @@ impl ProcessSet {
     pub(crate) async fn start_sut(
         &self,
         name: &str,
-        program: &Path,
+        sut: &SutProgram,
         args: Vec<String>,
     ) -> Result<SocketAddr, ComponentError> {
         let listen: SocketAddr = "127.0.0.1:0".parse().expect("an address");
         let launch = Launch {
-            program: program.to_path_buf(),
-            args,
+            program: sut.program.clone(),
+            args: sut.args(args),
             ..Launch::default()
         };
         self.start(name, launch, listen, Ready::Logged).await

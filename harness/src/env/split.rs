@@ -161,7 +161,7 @@ pub(super) async fn start_components(
 /// proxy's for a pool a network fault names (added to `faulted`).
 async fn start_pools(
     set: &crate::env::components::ProcessSet,
-    sut: &std::path::Path,
+    sut: &crate::env::components::SutProgram,
     file: &str,
     zones: &[String],
     network: &std::collections::BTreeSet<String>,

@@ -78,6 +78,18 @@ pub const VERDICT_CLASSES: &[&str] = &[
     "no_trigger",
 ];
 
+/// Each class of [`VERDICT_CLASSES`] with its meaning, in the same order:
+/// the reference page (`docs/reference/verdicts.md`) is generated from it.
+pub const VERDICT_MEANINGS: &[(&str, &str)] = &[
+    ("stable", "No degraded second after warm-up."),
+    ("recovered", "Degraded only while a trigger or its residue was present, or while what they left drained by itself; back to the baseline within the recovery window of the residue's end (or later, by itself: a slow recovery, with what drained)."),
+    ("metastable", "Still degraded up to the horizon after the residue ended (or until an operator acted), at no more than the baseline's load, with a sustaining effect standing out against the baseline: the failure sustained itself."),
+    ("overloaded", "Degraded under more offered load than the baseline's: plain overload, after a residue or already before the first trigger."),
+    ("inconclusive", "The run ended too soon after the residue (or the residue never ended), healthy and degraded seconds alternated to the end, or it stayed degraded with no sustaining effect measured."),
+    ("never_healthy", "Unhealthy or unmeasurable before the first trigger: no baseline to recover to."),
+    ("no_trigger", "The variant had no trigger: nothing to judge."),
+];
+
 /// The bad outcomes: a failure that outlived its trigger, or no health at
 /// all. Campaigns count them by class name (`did_not_recover`).
 pub const BAD_CLASSES: &[&str] = &["metastable", "overloaded", "never_healthy"];
