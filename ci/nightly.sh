@@ -4,16 +4,18 @@
 #   ci/nightly.sh [--quick] [--debug] [--out DIR] [--experiments DIR]
 #
 #   --quick            run each experiment's quick form (about 45 s instead of
-#                      about 3 min); the default seeds become "1"
+#                      about 3 min); at most 5 seeds instead of 10
 #   --debug            build and run the debug harness (default: --release)
 #   --out DIR          where the reports go (default reports/nightly/<UTC date-time>)
 #   --experiments DIR  where the *.yaml files are (default experiments/)
 #
-# Environment: SEEDS (default "1 2 3", "1" with --quick), RUN_TIMEOUT (seconds
+# Environment: MAX_SEEDS (default 10, 5 with --quick), RUN_TIMEOUT (seconds
 # per harness run; default 900, 300 with --quick).
 #
-# Each experiment runs as a campaign (`harness campaign`, every variant x
-# seed, several at once) under <out>/campaigns/; writes <out>/campaigns.tsv
+# Each experiment runs as a sequential campaign (`harness campaign
+# --until-settled`: seeds in batches until every claim is decided, or
+# MAX_SEEDS, "not settled") under <out>/campaigns/; the index shows each
+# one's time to proof over the nights. Writes <out>/campaigns.tsv
 # (each campaign and its exit code), <out>/runs.tsv (each run), <out>/logs/,
 # <out>/nightly.log (this script's whole output) and <out>/index.html, then
 # regenerates reports/index.html over every run under reports/, with each
@@ -40,9 +42,9 @@ while [ $# -gt 0 ]; do
   shift
 done
 if [ -n "$quick" ]; then
-  seeds=${SEEDS:-1}; run_timeout=${RUN_TIMEOUT:-300}; mode=quick
+  max_seeds=${MAX_SEEDS:-5}; run_timeout=${RUN_TIMEOUT:-300}; mode=quick
 else
-  seeds=${SEEDS:-1 2 3}; run_timeout=${RUN_TIMEOUT:-900}; mode=full
+  max_seeds=${MAX_SEEDS:-10}; run_timeout=${RUN_TIMEOUT:-900}; mode=full
 fi
 
 shopt -s nullglob
@@ -64,7 +66,7 @@ exec > >(tee -a "$out/nightly.log") 2>&1
 tee_pid=$!
 # On exit, let tee finish writing the log before the script's status is returned.
 trap 'exec >&- 2>&-; wait "$tee_pid" 2>/dev/null || true' EXIT
-echo "nightly: $(date -u +%FT%TZ) $mode, profile $profile, seeds '$seeds', ${#experiments[@]} experiment(s) from $exp_dir, out $out"
+echo "nightly: $(date -u +%FT%TZ) $mode, profile $profile, at most $max_seeds seeds, ${#experiments[@]} experiment(s) from $exp_dir, out $out"
 
 # The Vulkan loader complains on every start without a private runtime dir.
 if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "$XDG_RUNTIME_DIR" ]; then
@@ -113,19 +115,19 @@ else
 fi
 
 failed=0
-seed_list=$(echo $seeds | tr ' ' ',')
 for f in "${experiments[@]}"; do
   name=$(basename "$f" .yaml)
   log="$out/logs/$name-campaign.log"
   t0=$SECONDS
-  echo "nightly: campaign $name seeds $seed_list ($mode; each run bounded by the campaign)"
-  # Each experiment runs as a campaign: every (variant, seed) a normal run
-  # with its report, judged together by the file's `campaign.expect`. SIGINT
+  echo "nightly: campaign $name until settled, at most $max_seeds seeds ($mode; each run bounded by the campaign)"
+  # Each experiment runs as a sequential campaign: every (variant, seed) a
+  # normal run with its report, judged together by the file's
+  # `campaign.expect` and its before/after headline, until settled. SIGINT
   # first: the campaign then writes what finished (exit 130). --foreground:
   # otherwise timeout signals the process group and the runs see it twice.
   set +e
   timeout --foreground --signal=INT --kill-after=60 $((run_timeout * 40)) \
-    "$harness" campaign "$f" $quick --seeds "$seed_list" --budget 24h --out "$out/campaigns" 2>&1 | tee "$log"
+    "$harness" campaign "$f" $quick --until-settled --max-seeds "$max_seeds" --budget 24h --out "$out/campaigns" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   set -e
   secs=$((SECONDS - t0))

@@ -235,6 +235,51 @@ def rates_table(groups):
             + "".join(rows) + "</table>")
 
 
+def night_proofs(folder):
+    """{experiment: time to proof} of one night's sequential campaigns."""
+    out = {}
+    for c in sorted(folder.rglob("campaign.json")):
+        try:
+            camp = json.loads(c.read_text())
+        except (OSError, ValueError):
+            continue
+        seq = camp.get("sequential")
+        if not seq:
+            continue
+        name = camp["plan"]["experiment"] + (" (quick)" if camp["plan"].get("quick") else "")
+        out[name] = dict(seq["time_to_proof"], settled=seq.get("settled", False))
+    return out
+
+
+def proof_table(groups):
+    """Each experiment's time to proof night by night (newest first): wall
+    time, runs used against a fixed-size campaign's, and whether it settled."""
+    nights = [(f, night_proofs(f)) for f, _ in groups if f is not None][:14]
+    nights = [(f, p) for f, p in nights if p]
+    if not nights:
+        return ""
+    names = sorted({n for _, p in nights for n in p})
+    head = "".join(f"<th>{html.escape(f.name)}</th>" for f, _ in nights)
+    rows = []
+    for name in names:
+        cells = []
+        for _, p in nights:
+            t = p.get(name)
+            if t is None:
+                cells.append("<td>&ndash;</td>")
+                continue
+            text = (f"{t['wall_s'] / 60:.1f} min, {t['runs_used']} runs "
+                    f"(fixed: {t['fixed_runs']})")
+            cls = "" if t["settled"] else ' class="bad"'
+            cells.append(f"<td{cls}>{html.escape(text)}"
+                         + ("" if t["settled"] else "<br>not settled") + "</td>")
+        rows.append(f"<tr><td>{html.escape(name)}</td>" + "".join(cells) + "</tr>")
+    return ("<h2>Time to proof over the nights</h2><p>Per night: the sequential campaign's "
+            "wall time and runs, against the runs a fixed-size campaign of the file's seeds "
+            "would have made.</p><table><tr><th>experiment</th>" + head + "</tr>"
+            + "".join(rows) + "</table>")
+
+
 def render(top, groups):
     all_runs = [r for _, runs in groups for r in runs]
     n_ok = sum(passed(r) for r in all_runs)
@@ -262,6 +307,7 @@ def render(top, groups):
         f'<p><span class="status {status[0]}">{status[1]}</span></p>',
         f"<p>{html.escape(summary)}</p>",
         f"<p>{environment_line(all_runs)}</p>",
+        proof_table(groups),
         rates_table(groups),
     ]
     for folder, runs in groups:
