@@ -99,7 +99,11 @@ mod tests {
     fn every_metric_and_every_verdict_has_a_row() {
         let metrics = metrics_markdown();
         for m in Metric::ALL {
-            assert!(metrics.contains(&format!("| `{}` |", m.name())), "{}", m.name());
+            assert!(
+                metrics.contains(&format!("| `{}` |", m.name())),
+                "{}",
+                m.name()
+            );
         }
         let verdicts = verdicts_markdown();
         for class in crate::VERDICT_CLASSES {

@@ -171,6 +171,12 @@ pub struct SequentialClaim {
     /// headline, discordant seeds favouring the candidate.
     pub observed: Share,
     pub message: String,
+    /// The fewest further runs of each of its variants (seeds, for a
+    /// headline) that could prove it: a sequential campaign's next batch is
+    /// at least this wide when the claim is open. Only how many runs are
+    /// made depends on it, never a decision: the runs are fed in seed
+    /// order and the test stops at the run that crosses a boundary.
+    pub fewest_more: u64,
 }
 
 /// Whether the claim's condition held in a run (None: not a share).
@@ -297,6 +303,7 @@ fn finish(
         boundary: boundary_text(test, runs),
         observed,
         message,
+        fewest_more: test.fewest_to_prove(),
     }
 }
 
@@ -438,6 +445,17 @@ pub fn undecided_variants(claims: &[SequentialClaim], variants: &[String]) -> Ve
         })
         .cloned()
         .collect()
+}
+
+/// The fewest seeds that could prove every open claim: the widest of
+/// their [`SequentialClaim::fewest_more`] (0 when all are settled).
+pub fn fewest_seeds_to_settle(claims: &[SequentialClaim]) -> u64 {
+    claims
+        .iter()
+        .filter(|c| c.outcome == Outcome::NotSettled)
+        .map(|c| c.fewest_more)
+        .max()
+        .unwrap_or(0)
 }
 
 /// How long the proof took, against a campaign of a fixed size.

@@ -215,7 +215,11 @@ fn the_headline_ranks_coming_back_above_a_wave() {
     }
     let c = &judge(&spec(0.9, 0.4), &variants(), &runs, &seeds)[1];
     assert_eq!((c.outcome, c.runs), (Outcome::Holds, 10), "{}", c.message);
-    assert!(c.message.contains("5 seeds went better in the candidate"), "{}", c.message);
+    assert!(
+        c.message.contains("5 seeds went better in the candidate"),
+        "{}",
+        c.message
+    );
     // Nothing differs: every seed a tie, and the headline stays open
     // however many seeds.
     let same: Vec<CampaignRun> = (1..=30)
@@ -309,4 +313,18 @@ fn the_headline_keeps_its_error_rates() {
         HEADLINE_BETA,
         "beta (come back)",
     );
+}
+
+/// A sequential campaign's first batch is as wide as the fewest seeds that
+/// could prove every claim: 5 for 90 % against 50 % at alpha 0.05 (ln 1.8 a
+/// run, A = ln 18), then what is left of it.
+#[test]
+fn the_fewest_seeds_that_could_prove_every_claim() {
+    let seeds: Vec<u64> = (1..=30).collect();
+    let none = judge(&spec(0.9, 0.4), &variants(), &[], &seeds);
+    assert_eq!(fewest_seeds_to_settle(&none), 5);
+    let three = judge(&spec(0.9, 0.4), &variants(), &campaign(3, &[]), &seeds);
+    assert_eq!(fewest_seeds_to_settle(&three), 2);
+    let all = judge(&spec(0.9, 0.4), &variants(), &campaign(9, &[]), &seeds);
+    assert_eq!(fewest_seeds_to_settle(&all), 0);
 }

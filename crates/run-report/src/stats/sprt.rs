@@ -144,6 +144,17 @@ impl Sprt {
         decide(self.llr, self.boundaries())
     }
 
+    /// The fewest further observations that could prove H1 (all of them
+    /// successes); 0 once decided.
+    pub fn fewest_to_prove(&self) -> u64 {
+        if self.decision() != Decision::Continue {
+            return 0;
+        }
+        let (upper, _) = self.boundaries();
+        let step = self.llr_of(true);
+        ((upper - self.llr) / step).ceil().max(1.0) as u64
+    }
+
     /// The LLR after `successes` of `n` (a closed form, for references).
     pub fn llr_after(&self, successes: u64, n: u64) -> f64 {
         let s = successes as f64;

@@ -2,7 +2,9 @@
 //! stops when its claims are settled, not after a typed number of seeds.
 //!
 //! Seeds 1, 2, ... run in batches as wide as the parallelism (seeds per
-//! batch: the runs at once over the variants still needed). After each
+//! batch: the runs at once over the variants still needed), and never
+//! narrower than the fewest seeds that could prove every open claim (5 for
+//! a share claimed at 90 % against 50 %: no 4 runs can). After each
 //! batch every claim is judged again from all finished runs, in seed order
 //! (`run_report::campaign::sequential`): each share of `campaign.expect`,
 //! stated with its error rates, by Wald's SPRT, and each compared pair's
@@ -19,8 +21,8 @@ use crate::base::exit::CliError;
 use crate::base::interrupt::StopSignal;
 use crate::commands::budget::words;
 use run_report::campaign::sequential::{
-    judge, undecided_variants, Outcome as ClaimOutcome, SequentialClaim, SequentialSummary,
-    TimeToProof,
+    fewest_seeds_to_settle, judge, undecided_variants, Outcome as ClaimOutcome, SequentialClaim,
+    SequentialSummary, TimeToProof,
 };
 use run_report::campaign::CampaignRun;
 use run_report::campaign::CampaignSummary;
@@ -54,7 +56,13 @@ pub(super) fn summary(
         if needed.is_empty() || stop.is_set() || next >= plan.seeds.len() {
             break;
         }
-        let per = (parallel / needed.len()).max(1);
+        // As wide as the parallelism, and never narrower than the fewest
+        // seeds that could prove every open claim: a narrower batch could
+        // not end a campaign whose claims hold, only delay the runs it
+        // needs. (Refuting takes fewer; the extra runs then cost time, not
+        // correctness: the tests stop at the run that crosses.)
+        let fewest = usize::try_from(fewest_seeds_to_settle(&claims)).unwrap_or(usize::MAX);
+        let per = (parallel / needed.len()).max(fewest).max(1);
         let batch: Vec<u64> = plan.seeds[next..(next + per).min(plan.seeds.len())].to_vec();
         next += batch.len();
         eprintln!(
