@@ -32,6 +32,8 @@ line that is not a harness command in a `run` block fails the check.
 
     python3 ci/examples.py [--harness PATH] [--timeout S] [FILE.md ...]
 
+(default binary: $CARGO_TARGET_DIR/debug/harness, else target/debug/harness)
+
 Exit 0 when every example passed, 1 when one failed, 2 for a bad argument.
 """
 import argparse
@@ -325,10 +327,16 @@ class Checker:
         return None
 
 
+def default_harness():
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
+    return os.path.join(target, "debug", "harness")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="*", help="Markdown files (default: README.md, docs/**/*.md, experiments/*.md)")
-    ap.add_argument("--harness", default=os.path.join(ROOT, "target", "debug", "harness"))
+    ap.add_argument("--harness", default=default_harness(),
+                    help="the binary (default: $CARGO_TARGET_DIR or target/, then debug/harness)")
     ap.add_argument("--timeout", type=int, default=180, help="seconds per command")
     args = ap.parse_args()
     harness = os.path.abspath(args.harness)
