@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """ci/examples.py on pages broken on purpose: a copy of the README with its
 quickstart's option misspelt, or its shown output changed, fails (exit 1);
-so do a command that is not the harness's, a template, and a skip without
-its reason; the same pages unbroken pass. Needs target/debug/harness
+so do an example whose expectation fails, a command that is not the
+harness's, a template, and a skip without its reason; the same pages unbroken pass. Needs target/debug/harness
 (cargo build -p harness; $CARGO_TARGET_DIR/debug/harness when that is
 set). Standard library only (unittest)."""
 import os
@@ -73,6 +73,17 @@ class Examples(unittest.TestCase):
         self.assertIn("1 validated", out)
         code, out = check(page.replace("gunicorn-retry", "no-such-file"))
         self.assertEqual(code, 1, out)
+
+    def test_an_expectation_that_fails_fails_the_example(self):
+        d = tempfile.mkdtemp(prefix="test-examples-")
+        with open(os.path.join(ROOT, "docs", "tutorial", "my-incident.yaml"), encoding="utf-8") as f:
+            text = f.read()
+        bad = os.path.join(d, "my-incident.yaml")
+        with open(bad, "w", encoding="utf-8") as f:
+            f.write(text.replace('duplicate_compute_share: ">= 0.3"', 'duplicate_compute_share: ">= 0.99"'))
+        code, out = check(f"```sh\nharness {bad} --quick\n```\n")
+        self.assertEqual(code, 1, out)
+        self.assertIn("exit 1", out)
 
     def test_a_command_that_is_not_the_harness_needs_a_mark(self):
         code, out = check("```sh\nrm -rf /tmp/nothing-here\n```\n")
