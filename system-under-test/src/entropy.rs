@@ -43,8 +43,8 @@ impl Entropy {
     /// equal periods stay in phase for good: a document's page pushes landed
     /// on the 5-ms GPU batches' boundaries, and the documents in that phase
     /// always found the room a batch freed, which pulled queue-overflow out
-    /// of a storm that real time stays in (docs/virtual-time.md). There the
-    /// delay ends one tick later, as in real time.
+    /// of a storm that real time stays in (BENCHMARKS.md, "Virtual against
+    /// real time"). There the delay ends one tick later, as in real time.
     pub(crate) fn timer_lateness(&self) -> Duration {
         match self.0 {
             None => Duration::ZERO,
