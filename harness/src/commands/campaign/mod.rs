@@ -154,6 +154,16 @@ fn print_summary(s: &CampaignSummary) {
             e.message
         );
     }
+    // A per-run expectation that failed in every run fails the campaign
+    // too: say which, as the flaky ones are said below.
+    for v in &s.variants {
+        for e in v.expectations.iter().filter(|e| e.held == 0 && e.of > 0) {
+            eprintln!(
+                "  [FAIL] {}: {} failed in every run ({} of {})",
+                v.variant, e.expectation, e.of, e.of
+            );
+        }
+    }
     for (variant, e) in s.flaky() {
         eprintln!(
             "  [FLAKY] {variant}: {} held in {} of {} runs (failed in {})",
