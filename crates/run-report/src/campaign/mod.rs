@@ -106,11 +106,22 @@ impl CampaignSummary {
             .iter()
             .filter_map(|(b, c)| Some(compare::compare(find(b)?, find(c)?)))
             .collect();
+        // A share claimed with error rates is judged by its sequential test
+        // over the runs made, in seed order, as `--until-settled` judges
+        // it: a share that merely reached its number in a few runs is not
+        // a proof ("not settled" fails, with what was seen).
         let expectations: Vec<CampaignExpectationResult> = spec
             .expectations
             .iter()
             .filter(|e| plan.variants.contains(&e.variant))
-            .map(|e| expect::evaluate(e, &runs))
+            .map(|e| {
+                let mut result = expect::evaluate(e, &runs);
+                if let Some(c) = sequential::share_claim(e, &runs, &plan.seeds) {
+                    result.passed = c.outcome == sequential::Outcome::Holds;
+                    result.message = c.message;
+                }
+                result
+            })
             .collect();
         // Per-run expectations state what must hold in every run.
         let all_passed = expectations.iter().all(|e| e.passed)

@@ -228,7 +228,7 @@ fn boundary_text(test: &Sprt, at_run: u64) -> Option<String> {
 }
 
 /// The sequential test of one share claim over the runs so far.
-fn share_claim(
+pub(crate) fn share_claim(
     spec: &super::CampaignExpectation,
     runs: &[CampaignRun],
     seeds: &[u64],

@@ -173,9 +173,18 @@ fn the_record_decides_the_expectations_and_the_pass() {
         modeled_s: 1.0,
     };
     let summary = CampaignSummary::build(plan, &s, runs.clone());
-    // Five metastable runs of five: the fixed reading passes ...
-    assert!(summary.expectations[0].passed);
-    // ... but five runs do not prove ">= 90 %" against 70 % at alpha 0.05.
+    // Five metastable runs of five do not prove ">= 90 %" against 70 % at
+    // alpha 0.05: a fixed-size campaign says so too, it does not pass the
+    // share because it reached the number ...
+    assert!(!summary.expectations[0].passed);
+    assert!(
+        summary.expectations[0]
+            .message
+            .starts_with("not settled after 5 runs"),
+        "{}",
+        summary.expectations[0].message
+    );
+    // ... and a sequential one records the same.
     let claims = judge(&s, &variants(), &runs, &seeds);
     let time = TimeToProof {
         wall_s: 1.0,
