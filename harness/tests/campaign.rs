@@ -190,9 +190,9 @@ fn a_campaign_section_is_validated_with_located_errors() {
     );
     assert!(e.message.contains("unknown metric"), "{e}");
     assert_eq!((e.file.as_str(), e.line), ("c.yaml", 21));
-    let e = bad("\">= 90% (alpha", "\"120% (alpha");
+    let e = bad("\">= 80% (alpha", "\"120% (alpha");
     assert!(e.message.contains("between 0% and 100%"), "{e}");
-    let e = bad("\">= 90% (alpha 0.05, beta 0.1, delta 0.4)\"", "\"100%\"");
+    let e = bad("\">= 80% (alpha 0.05, beta 0.1, delta 0.6)\"", "\"100%\"");
     assert!(
         e.message
             .starts_with("100 % of runs can only be refuted by a finite campaign"),
