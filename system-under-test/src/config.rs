@@ -6,6 +6,10 @@
 //! which is why every struct denies unknown fields: a typo must be an error,
 //! not a silently ignored fix.
 
+mod check;
+
+pub use check::{SystemConfigError, SystemConfigFileError};
+
 use gpu_executor::{ExecutorChoice, SchedulerConfig};
 use retry_policy::RetryConfig;
 use serde::{Deserialize, Serialize};
@@ -17,18 +21,25 @@ use std::time::Duration;
 pub struct SystemConfig {
     /// Zone names; one pool per zone behind the gateway's router.
     pub zones: Vec<String>,
+    /// Each zone's worker pool: slots, queue, deadline, de-duplication.
     pub pool: PoolConfig,
+    /// Each zone's GPU: its capacity model, page queue and scheduling policy.
     pub gpu: SchedulerConfig,
     /// Which page executor runs the pages (auto: wgpu when an adapter exists).
     pub executor: ExecutorChoice,
+    /// A page's size and the cost of the page function.
     pub page: PageConfig,
+    /// The result cache shared by the zones.
     pub cache: CacheConfig,
+    /// Memory of failed submissions (seed 002's fix; off by default).
     pub failure_cache: FailureCacheConfig,
+    /// The internal-services layer in front of the pools: its retries and Retry-After.
     pub gateway: GatewayConfig,
+    /// Routing between zones: failover when a zone fails.
     pub router: RouterConfig,
     /// Asynchronous submission (`POST /v1/jobs`).
     pub jobs: JobsConfig,
-    /// Token required by the admin API (`Authorization: Bearer <token>`).
+    /// Token required by the admin API (`Authorization: Bearer <token>`; at least 8 characters).
     pub admin_token: String,
     /// Bound on concurrent HTTP connections the server accepts work from.
     pub max_concurrent_requests: usize,
@@ -57,16 +68,18 @@ impl Default for SystemConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct PoolConfig {
-    /// Worker slots: requests processed (or waiting while holding a slot) at once.
+    /// Worker slots: requests processed (or waiting while holding a slot) at once (>= 1).
     pub slots: u32,
     /// Requests that may wait for a slot; beyond it: 503 Server overloaded.
     pub queue: u32,
     /// Processing deadline of one request at the pool. Expiry answers the caller
-    /// with 504 while the page work continues, as in the incident.
+    /// with 504 while the page work continues, as in the incident (> 0).
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
     pub deadline: Duration,
+    /// How a 503's `Retry-After` is chosen: `fixed` or `estimated`.
     pub retry_after: RetryAfterMode,
+    /// What happens to a duplicate of a document already in flight.
     pub dedup: DedupMode,
     /// Time to split one page off a document before it is queued for the GPU (seed 002's splitter).
     #[serde(with = "humantime_serde")]
@@ -110,6 +123,7 @@ impl Default for PoolConfig {
 pub enum RetryAfterMode {
     /// Seed 000 defect: a constant ("retry after five seconds"), whatever the load.
     Fixed {
+        /// The advice, e.g. `5s`.
         #[serde(with = "humantime_serde")]
         #[schemars(with = "String")]
         after: Duration,
@@ -117,11 +131,13 @@ pub enum RetryAfterMode {
     /// Fix: estimated from queue depth and the observed drain rate, with jitter
     /// so rejected clients do not come back in lockstep.
     Estimated {
-        /// Relative jitter: the estimate is multiplied by uniform(1 - j, 1 + j).
+        /// Relative jitter, in [0, 1): the estimate is multiplied by uniform(1 - j, 1 + j).
         jitter: f64,
+        /// The smallest advice given.
         #[serde(with = "humantime_serde")]
         #[schemars(with = "String")]
         min: Duration,
+        /// The largest advice given (>= `min`).
         #[serde(with = "humantime_serde")]
         #[schemars(with = "String")]
         max: Duration,
@@ -166,9 +182,9 @@ pub enum DedupMode {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct PageConfig {
-    /// 32-bit words of content per page.
+    /// 32-bit words of content per page (>= 1).
     pub words: u32,
-    /// Rounds of the mix function per word (cost grows linearly).
+    /// Rounds of the mix function per word (>= 1; cost grows linearly).
     pub rounds: u32,
 }
 
@@ -185,11 +201,13 @@ impl Default for PageConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct CacheConfig {
+    /// Where results are stored: `memory` or `{ redis: { ... } }`.
     pub backend: CacheBackend,
-    /// Entries the cache can hold (its storage limit).
+    /// Entries the cache can hold (its storage limit; >= 1).
     pub capacity: u64,
+    /// What a write at the limit does.
     pub on_full: OnFull,
-    /// With `ack_and_drop`: share of writes at the limit that are acknowledged and discarded.
+    /// With `ack_and_drop`: share of writes at the limit that are acknowledged and discarded, in [0, 1].
     pub drop_ratio: f64,
 }
 
@@ -226,8 +244,9 @@ pub struct RedisCacheConfig {
     /// `redis-server` with `maxmemory_mb` and `policy` and fills this in.
     #[serde(default)]
     pub url: Option<String>,
-    /// The instance's memory limit, in MB (when the harness starts it).
+    /// The instance's memory limit, in MB, 1 to 65,536 (when the harness starts it).
     pub maxmemory_mb: f64,
+    /// What Redis does at `maxmemory` (its `maxmemory-policy`).
     pub policy: RedisPolicy,
 }
 
@@ -236,6 +255,7 @@ pub struct RedisCacheConfig {
 pub enum RedisPolicy {
     /// Evicts random keys at the limit: acknowledged results disappear (defect).
     AllkeysRandom,
+    /// Evicts the least recently used keys at the limit: acknowledged results disappear too.
     AllkeysLru,
     /// Refuses writes at the limit with an OOM error (fix: loud).
     Noeviction,
@@ -273,7 +293,7 @@ pub struct FailureCacheConfig {
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
     pub ttl: Duration,
-    /// Entries remembered at most (bounded memory).
+    /// Entries remembered at most (bounded memory; >= 1).
     pub capacity: u64,
 }
 
@@ -291,9 +311,9 @@ impl Default for FailureCacheConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct JobsConfig {
-    /// Jobs held at most, pending and finished; beyond it `POST /v1/jobs` is 503.
+    /// Jobs held at most, pending and finished (>= 1); beyond it `POST /v1/jobs` is 503.
     pub capacity: u64,
-    /// How long a finished job's result stays readable.
+    /// How long a finished job's result stays readable (> 0).
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
     pub ttl: Duration,
@@ -317,13 +337,14 @@ pub struct GatewayConfig {
     /// Fix 4 of seed 000: pass the pool's Retry-After on to the client. Off: the
     /// gateway answers its own fixed `fallback_retry_after`.
     pub propagate_retry_after: bool,
+    /// The `Retry-After` the gateway answers when it does not propagate the pool's.
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
     pub fallback_retry_after: Duration,
     /// A real proxy as the gateway (`{ haproxy: { config: FILE } }` or
     /// `{ nginx: { config: FILE } }`): the harness starts it in front of the
     /// pool processes, and it is the retry layer. A `sut` process never
-    /// reads it.
+    /// reads it. Absent: the project's own gateway.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proxy: Option<ProxyConfig>,
 }
@@ -334,8 +355,16 @@ pub struct GatewayConfig {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum ProxyConfig {
-    Haproxy { config: std::path::PathBuf },
-    Nginx { config: std::path::PathBuf },
+    /// HAProxy as the gateway.
+    Haproxy {
+        /// Its configuration file, relative to the experiment file.
+        config: std::path::PathBuf,
+    },
+    /// nginx as the gateway.
+    Nginx {
+        /// Its configuration file, relative to the experiment file.
+        config: std::path::PathBuf,
+    },
 }
 
 impl ProxyConfig {
@@ -372,13 +401,15 @@ impl Default for GatewayConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct RouterConfig {
     /// A zone whose failure ratio over `window` exceeds this has its traffic
-    /// redirected to the healthy zone with the lowest failure ratio.
+    /// redirected to the healthy zone with the lowest failure ratio (in [0, 1]).
     pub redirect_failure_ratio: f64,
+    /// The time over which a zone's failure ratio is measured (> 0).
     #[serde(with = "humantime_serde")]
     #[schemars(with = "String")]
     pub window: Duration,
     /// Fix: redirect only what the target can absorb: at most this share of the
-    /// target's own recent traffic is added on top of it. None = redirect everything (defect).
+    /// target's own recent traffic is added on top of it (> 0). Absent:
+    /// redirect everything (the defect).
     pub failover_headroom: Option<f64>,
     /// Fixed failover pairs (`az3: az2`): a failing zone's traffic goes to its
     /// pair, as the incident's AZ03 traffic went to AZ02. When pairs are given,
@@ -395,205 +426,5 @@ impl Default for RouterConfig {
             failover_headroom: None,
             failover: Default::default(),
         }
-    }
-}
-
-/// A configuration value that cannot work, named by its field path.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("invalid system configuration: {field}: {message}")]
-pub struct SystemConfigError {
-    pub field: String,
-    pub message: String,
-}
-
-/// Why a configuration file's text does not make a [`SystemConfig`].
-#[derive(Debug, thiserror::Error)]
-pub enum SystemConfigFileError {
-    /// Not a configuration: YAML that does not parse, an unknown key, a
-    /// wrong type (with line and column).
-    #[error(transparent)]
-    Yaml(#[from] serde_saphyr::Error),
-    /// A configuration whose values cannot work.
-    #[error(transparent)]
-    Invalid(#[from] SystemConfigError),
-}
-
-fn bad(field: &str, message: impl Into<String>) -> SystemConfigError {
-    SystemConfigError {
-        field: field.into(),
-        message: message.into(),
-    }
-}
-
-impl SystemConfig {
-    /// Parses YAML; unknown keys and type errors carry line and column.
-    pub fn from_yaml(text: &str) -> Result<Self, SystemConfigFileError> {
-        let cfg: SystemConfig = serde_saphyr::from_str(text)?;
-        cfg.validate()?;
-        Ok(cfg)
-    }
-
-    /// Rejects values that cannot work before anything starts.
-    pub fn validate(&self) -> Result<(), SystemConfigError> {
-        if self.zones.is_empty() {
-            return Err(bad("zones", "at least one zone is required"));
-        }
-        let mut seen = std::collections::BTreeSet::new();
-        for z in &self.zones {
-            if z.is_empty()
-                || !z
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-            {
-                return Err(bad(
-                    "zones",
-                    format!("zone name {z:?} must be non-empty ASCII letters, digits, '-' or '_'"),
-                ));
-            }
-            if !seen.insert(z) {
-                return Err(bad("zones", format!("zone {z:?} listed twice")));
-            }
-        }
-        let p = &self.pool;
-        if p.slots == 0 {
-            return Err(bad("pool.slots", "must be >= 1"));
-        }
-        if p.deadline.is_zero() {
-            return Err(bad("pool.deadline", "must be > 0"));
-        }
-        if let RetryAfterMode::Estimated { jitter, min, max } = &p.retry_after {
-            if !(0.0..1.0).contains(jitter) {
-                return Err(bad(
-                    "pool.retry_after.estimated.jitter",
-                    "must be in [0, 1)",
-                ));
-            }
-            if min > max {
-                return Err(bad("pool.retry_after.estimated.min", "must be <= max"));
-            }
-        }
-        if let Some(h) = &p.heap {
-            h.check()
-                .map_err(|(field, m)| bad(&format!("pool.heap.{field}"), m))?;
-            if p.split_time.is_zero() {
-                return Err(bad(
-                    "pool.heap",
-                    "needs pool.split_time > 0: the collector slows the pool's CPU work, which is split_time per page",
-                ));
-            }
-        }
-        self.gpu.validate().map_err(|m| bad("gpu", m.to_string()))?;
-        if self.page.words == 0 {
-            return Err(bad("page.words", "must be >= 1"));
-        }
-        if self.page.rounds == 0 {
-            return Err(bad("page.rounds", "must be >= 1"));
-        }
-        if let CacheBackend::Redis(r) = &self.cache.backend {
-            if !(r.maxmemory_mb >= 1.0 && r.maxmemory_mb <= 65536.0) {
-                return Err(bad(
-                    "cache.backend.redis.maxmemory_mb",
-                    "must be between 1 and 65536",
-                ));
-            }
-            if let Some(u) = &r.url {
-                if !u.starts_with("redis://") {
-                    return Err(bad("cache.backend.redis.url", "must start with redis://"));
-                }
-            }
-        }
-        if self.cache.capacity == 0 {
-            return Err(bad("cache.capacity", "must be >= 1"));
-        }
-        if !(0.0..=1.0).contains(&self.cache.drop_ratio) {
-            return Err(bad("cache.drop_ratio", "must be in [0, 1]"));
-        }
-        if self.jobs.capacity == 0 {
-            return Err(bad("jobs.capacity", "must be >= 1"));
-        }
-        if self.jobs.ttl.is_zero() {
-            return Err(bad(
-                "jobs.ttl",
-                "must be > 0: a finished job must stay readable",
-            ));
-        }
-        if self.failure_cache.capacity == 0 {
-            return Err(bad("failure_cache.capacity", "must be >= 1"));
-        }
-        self.gateway
-            .retry
-            .validate()
-            .map_err(|m| bad("gateway.retry", m.to_string()))?;
-        let r = &self.router;
-        if !(0.0..=1.0).contains(&r.redirect_failure_ratio) {
-            return Err(bad("router.redirect_failure_ratio", "must be in [0, 1]"));
-        }
-        if r.window.is_zero() {
-            return Err(bad("router.window", "must be > 0"));
-        }
-        for (from, to) in &r.failover {
-            for z in [from, to] {
-                if !self.zones.contains(z) {
-                    return Err(bad("router.failover", format!("unknown zone {z:?}")));
-                }
-            }
-            if from == to {
-                return Err(bad(
-                    "router.failover",
-                    format!("zone {from:?} cannot fail over to itself"),
-                ));
-            }
-        }
-        if let Some(h) = r.failover_headroom {
-            if !(h > 0.0 && h.is_finite()) {
-                return Err(bad("router.failover_headroom", "must be > 0"));
-            }
-        }
-        if self.admin_token.len() < 8 {
-            return Err(bad("admin_token", "must be at least 8 characters"));
-        }
-        if self.max_concurrent_requests == 0 {
-            return Err(bad("max_concurrent_requests", "must be >= 1"));
-        }
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn defaults_are_valid() {
-        SystemConfig::default().validate().unwrap();
-    }
-
-    #[test]
-    fn parses_defect_switches() {
-        let cfg = SystemConfig::from_yaml(
-            "pool: { slots: 8, dedup: abandoned_deadline_holds_slot, retry_after: { fixed: { after: 5s } } }\n\
-             cache: { capacity: 10, on_full: ack_and_drop }\n",
-        )
-        .unwrap();
-        assert_eq!(cfg.pool.slots, 8);
-        assert_eq!(cfg.pool.dedup, DedupMode::AbandonedDeadlineHoldsSlot);
-        assert_eq!(cfg.cache.on_full, OnFull::AckAndDrop);
-    }
-
-    #[test]
-    fn unknown_key_is_an_error_with_location() {
-        let err = SystemConfig::from_yaml("pool:\n  slotz: 3\n")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("slotz"), "{err}");
-        assert!(err.contains('2'), "line missing: {err}");
-    }
-
-    #[test]
-    fn zero_slots_rejected() {
-        let err = SystemConfig::from_yaml("pool: { slots: 0 }\n")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("pool.slots"), "{err}");
     }
 }

@@ -26,7 +26,7 @@ pub struct RetryConfig {
     /// Delay between attempts when the server gave no usable Retry-After.
     #[serde(default)]
     pub backoff: Backoff,
-    /// Upper bound on an honoured Retry-After. None = no bound.
+    /// Upper bound on an honoured Retry-After (> 0). Absent: no bound.
     /// Only used when `honour_retry_after` is true.
     #[serde(
         default,
@@ -39,7 +39,8 @@ pub struct RetryConfig {
     /// the backoff delay when an overloaded answer carries one.
     #[serde(default)]
     pub honour_retry_after: bool,
-    /// Optional budget / throttle shared by all requests of one client.
+    /// Optional budget / throttle shared by all requests of one client: `none`,
+    /// `ratio`, `token_bucket`, `grpc_throttle` or `adaptive`.
     #[serde(default)]
     pub budget: Budget,
     /// Retry on timeouts too (default true).
@@ -51,10 +52,9 @@ fn yes() -> bool {
     true
 }
 
-/// Delay before a retry, computed by [`crate::backoff_delay`].
-///
-/// YAML: `none` | `{ fixed: { delay: 1s } }` |
+/// Delay before a retry. YAML: `none` | `{ fixed: { delay: 1s } }` |
 /// `{ exponential: { base: 100ms, cap: 20s, jitter: full } }`.
+// Computed by [`crate::backoff_delay`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub enum Backoff {
@@ -62,18 +62,22 @@ pub enum Backoff {
     None,
     /// Always wait `delay`.
     Fixed {
+        /// The wait, e.g. `1s`.
         #[serde(with = "humantime_serde")]
         #[schemars(with = "String")]
         delay: Duration,
     },
     /// Capped exponential: ceiling `min(cap, base * 2^(attempt - 1))`, then jitter.
     Exponential {
+        /// The first retry's ceiling (> 0), doubled at each further attempt.
         #[serde(default = "default_base", with = "humantime_serde")]
         #[schemars(with = "String")]
         base: Duration,
+        /// The largest ceiling (>= `base`).
         #[serde(default = "default_cap", with = "humantime_serde")]
         #[schemars(with = "String")]
         cap: Duration,
+        /// How the wait is drawn under the ceiling.
         #[serde(default)]
         jitter: Jitter,
     },
@@ -129,17 +133,23 @@ pub enum Budget {
     /// SRE retry budget: retries over the last ~10 s at most
     /// `ratio * requests + min_retries_per_sec * 10`.
     Ratio {
+        /// Retries allowed per first attempt, in (0, 1].
         #[serde(default = "default_ratio")]
         ratio: f64,
+        /// Retries per second always allowed on top (>= 0): a reserve for
+        /// clients that send little.
         #[serde(default = "default_min_retries_per_sec")]
         min_retries_per_sec: f64,
     },
     /// AWS SDK standard retry mode retry quota.
     TokenBucket {
+        /// The bucket's size, and its content at the start (>= 1).
         #[serde(default = "default_bucket_tokens")]
         max_tokens: u32,
+        /// Tokens a retry after an error takes, in [1, max_tokens]; no tokens, no retry.
         #[serde(default = "default_retry_cost")]
         retry_cost: u32,
+        /// Tokens a retry after a timeout takes, in [1, max_tokens].
         #[serde(default = "default_timeout_retry_cost")]
         timeout_retry_cost: u32,
         /// Added when a request succeeds at its first attempt
@@ -149,15 +159,21 @@ pub enum Budget {
     },
     /// gRPC retry throttling (gRFC A6).
     GrpcThrottle {
+        /// The token count's ceiling and start (>= 1); a failure takes one,
+        /// and retries stop while at most half are left.
         #[serde(default = "default_grpc_tokens")]
         max_tokens: u32,
+        /// Tokens a success gives back (>= 0.001).
         #[serde(default = "default_token_ratio")]
         token_ratio: f64,
     },
     /// SRE client-side adaptive throttling.
     Adaptive {
+        /// The multiplier K (> 0): a request is dropped client-side with
+        /// probability `max(0, (requests - K * accepts) / (requests + 1))`.
         #[serde(default = "default_k")]
         k: f64,
+        /// The time the requests and accepts are counted over (> 0).
         #[serde(default = "default_window", with = "humantime_serde")]
         #[schemars(with = "String")]
         window: Duration,

@@ -15,6 +15,7 @@ pub mod processes;
 pub mod raw;
 pub(crate) mod sampling;
 pub mod schema;
+mod schema_defaults;
 pub mod target_series;
 pub(crate) mod tree;
 mod validate;
@@ -85,8 +86,9 @@ pub enum Environment {
     Processes(processes::ProcessesEnv),
 }
 
-/// The kinds of environment, as written in a file (`environment:`) and on
-/// the command line (`--environment`): parsed in one place.
+/// Where the system under test runs.
+// As written in a file (`environment:`) and on the command line
+// (`--environment`): parsed in one place.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, clap::ValueEnum, schemars::JsonSchema,
 )]
@@ -144,14 +146,18 @@ pub struct Population {
     pub popularity: Popularity,
 }
 
-/// `population: { size: 2000, popularity: uniform | { zipf: { s: 1.1 } } }`
-/// as written (documents' population, a generic workload's keys); here,
-/// not in `raw.rs`, because both raw sections use it.
+/// A finite population to draw from, fixed by the seed:
+/// `population: { size: 2000, popularity: uniform | { zipf: { s: 1.1 } } }`.
+// As written (documents' population, a generic workload's keys); here,
+// not in `raw.rs`, because both raw sections use it.
 #[derive(Debug, serde::Deserialize, Clone, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawPopulation {
+    /// Members in all (1 to 10,000,000), fixed by the seed.
     pub size: u64,
+    /// How often each member is drawn: `uniform` or `{ zipf: { s: 1.1 } }`.
     #[serde(default)]
+    #[schemars(default = "schema_defaults::popularity")]
     pub popularity: Popularity,
 }
 
@@ -164,7 +170,10 @@ pub enum Popularity {
     Uniform,
     /// Member k (from 1) with probability proportional to k^-s: a few hot
     /// documents and a long tail.
-    Zipf { s: f64 },
+    Zipf {
+        /// The exponent, in (0, 10]: larger is more skewed.
+        s: f64,
+    },
 }
 
 /// Documents per second over time; `Capacity` shares are resolved after calibration.
@@ -395,13 +404,17 @@ impl LoadSpike {
     }
 }
 
+/// Very large documents from one tenant, sent on top of the arrivals.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OversizedDocuments {
+    /// Whose clients send them (`t1` to `tN`).
     pub tenant: String,
+    /// How many documents (1 to 10,000).
     pub count: u32,
-    /// Pages of each, drawn uniformly from `[min, max]`.
+    /// Pages of each (1 <= min_pages <= max_pages <= 100,000), drawn uniformly from `[min_pages, max_pages]`.
     pub min_pages: u32,
+    /// The largest a document may be, in pages.
     pub max_pages: u32,
     /// Arrivals spread over this time (default: all at once).
     #[serde(default, with = "humantime_serde")]

@@ -47,13 +47,15 @@ impl std::ops::Deref for RawSystem {
     }
 }
 
-/// `system.processes.NAME` as written; in a variant only what it changes.
+/// One process of your own service (its name is the map's key); in a
+/// variant's `system.processes`, only what it changes.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawProcess {
     /// The program and its arguments, e.g. `[python3, -m, http.server, "{port}"]`
     /// (never through a shell). `{port}` is this process's port,
     /// `{port.NAME}` another process's, `{config}` its config file's path.
+    /// Required, except with `image` (absent: the image's own command).
     #[serde(default)]
     pub command: Option<Vec<String>>,
     /// A local image (`myapp:local`) run as a container instead of a
@@ -82,7 +84,8 @@ pub struct RawProcess {
     pub config: Option<RawConfigFile>,
 }
 
-/// `ready:` as written.
+/// How the harness knows a process is ready: exactly one of `http` and
+/// `tcp` (absent: `tcp`), within `timeout`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawReady {
@@ -92,8 +95,9 @@ pub struct RawReady {
     /// A TCP connection to its port is accepted.
     #[serde(default)]
     pub tcp: Option<bool>,
-    /// How long it may take, e.g. `30s`.
+    /// How long it may take (100ms to 10m), e.g. `60s`.
     #[serde(default)]
+    #[schemars(default = "super::schema_defaults::ready_timeout")]
     pub timeout: Option<String>,
 }
 
@@ -102,8 +106,11 @@ pub struct RawReady {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawConfigFile {
+    /// A template file, relative to the experiment file's folder (exactly
+    /// one of `template` and `text`).
     #[serde(default)]
     pub template: Option<String>,
+    /// The template's text itself, written in the experiment file.
     #[serde(default)]
     pub text: Option<String>,
     /// Its file name in the variant's process folder (default: `NAME.conf`).

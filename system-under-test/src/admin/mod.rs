@@ -19,71 +19,91 @@ use serde::{Deserialize, Serialize};
 pub enum AdminCommand {
     /// Fill the result cache with `entries` filler entries (stale data), up to its limit.
     CacheFill {
+        /// Filler entries to write.
         entries: u64,
     },
     /// Fill the result cache to its storage limit.
     CacheFillToLimit,
     /// Change what the cache does at its limit.
     CacheOnFull {
+        /// What a write at the limit does from now on.
         on_full: OnFull,
     },
     /// Drop this share (0, 1] of the cache's entries at random (a flush).
     CacheFlush {
+        /// The share of entries dropped, in (0, 1].
         share: f64,
     },
     /// The cache comes back empty, as after a restart (a cold cache).
     CacheRestart,
     /// Set a zone's worker slots (all zones when `zone` is absent).
     SetSlots {
+        /// The zone; absent: every zone.
         #[serde(default)]
         zone: Option<String>,
+        /// Worker slots (>= 1).
         slots: u32,
     },
     /// Set a zone's GPU lanes (capacity freed or taken).
     SetGpuLanes {
+        /// The zone; absent: every zone.
         #[serde(default)]
         zone: Option<String>,
+        /// GPU lanes (>= 1).
         lanes: u32,
     },
     /// Degrade (factor < 1) or restore (1) a zone's GPU speed.
     SetGpuSpeed {
+        /// The zone; absent: every zone.
         #[serde(default)]
         zone: Option<String>,
+        /// The speed as a multiple of full speed (> 0, at most 1000; 1 restores it).
         factor: f64,
     },
     /// Set the gateway's internal attempts (1 = no internal retries).
     SetGatewayAttempts {
+        /// Attempts per request, the first included (1 to 100).
         attempts: u32,
     },
     /// A zone fails this share of requests at once (seed 003 trigger).
     ZoneFail {
+        /// The zone (one of `system.zones`).
         zone: String,
+        /// The share of its requests that fail, in [0, 1].
         ratio: f64,
     },
     /// The zone stops failing.
     ZoneRecover {
+        /// The zone (one of `system.zones`).
         zone: String,
     },
     /// The zone stops answering at all, as a paused or partitioned host
     /// would: its requests hang until the caller's timeout. In the containers
     /// environment the harness pauses the zone's container instead.
     ZoneOutage {
+        /// The zone (one of `system.zones`).
         zone: String,
     },
     /// The zone answers again (the container is unpaused).
     ZoneRestore {
+        /// The zone (one of `system.zones`).
         zone: String,
     },
     /// Stop new allocations to a zone (requests routed there are refused).
     StopAllocations {
+        /// The zone (one of `system.zones`).
         zone: String,
     },
+    /// Allocations to the zone resume.
     ResumeAllocations {
+        /// The zone (one of `system.zones`).
         zone: String,
     },
     /// Throttle a zone to `per_sec` requests/s; absent lifts the throttle.
     Throttle {
+        /// The zone (one of `system.zones`).
         zone: String,
+        /// Requests per second let through. Absent: the throttle is lifted.
         #[serde(default)]
         per_sec: Option<f64>,
     },

@@ -19,6 +19,7 @@ pub struct SchedulerConfig {
     pub page_time: Duration,
     /// Bound on queued (not yet computing) pages across all jobs; >= 1.
     pub page_queue: u32,
+    /// Which queued pages go into the next batch: `fifo`, `shared` or `tenant_fair_share`.
     #[serde(default)]
     pub policy: SchedulingPolicy,
 }
@@ -51,7 +52,11 @@ pub enum SchedulingPolicy {
     /// Round robin over tenants first, then over that tenant's jobs. A tenant whose
     /// share of the last ~200 scheduled pages exceeds `max_share` is skipped while
     /// another tenant has pages queued (work-conserving). 0 < max_share <= 1.
-    TenantFairShare { max_share: f64 },
+    TenantFairShare {
+        /// The largest share of recent pages one tenant may take while
+        /// others wait, in (0, 1].
+        max_share: f64,
+    },
 }
 
 /// A [`SchedulerConfig`] value serde accepts but the scheduler cannot run

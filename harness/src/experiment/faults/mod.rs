@@ -20,12 +20,26 @@ use serde::Deserialize;
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum GenericFault {
     /// A CPU quota of `cpus` CPUs (> 0) on the component's process.
-    CpuLimit { component: String, cpus: f64 },
+    CpuLimit {
+        /// The component it acts on: `gateway`, `pool-ZONE`, a process of
+        /// `system.processes` or a `target.components` name.
+        component: String,
+        /// CPUs it may use (> 0), e.g. `0.2`.
+        cpus: f64,
+    },
     /// The component's process frozen.
-    Pause { component: String },
+    Pause {
+        /// The component it acts on: `gateway`, `pool-ZONE`, a process of
+        /// `system.processes` or a `target.components` name.
+        component: String,
+    },
     /// The component's process killed (SIGKILL); restarted on its address at
     /// the end of the entry's duration.
-    Kill { component: String },
+    Kill {
+        /// The component it acts on: `gateway`, `pool-ZONE`, a process of
+        /// `system.processes` or a `target.components` name.
+        component: String,
+    },
     /// The path into the component impaired (its fault proxy).
     Network(NetworkFault),
 }
@@ -215,8 +229,11 @@ impl GenericFault {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum ExternalComponent {
+    /// A process, by its id.
     Pid(u32),
+    /// A process whose id this file holds (read when the variant starts).
     Pidfile(std::path::PathBuf),
+    /// A Docker container, by name.
     Container(String),
 }
 

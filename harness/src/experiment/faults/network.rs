@@ -9,19 +9,22 @@ use serde::Deserialize;
 #[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkFault {
+    /// The component whose incoming path it impairs: `gateway`, `pool-ZONE`,
+    /// a process of `system.processes` or a `target.components` name.
     pub component: String,
-    /// Added to every chunk, each way (`50ms`).
+    /// Added to every chunk, each way (`50ms`). Absent: no delay.
     #[serde(default, with = "humantime_serde")]
     #[schemars(with = "Option<String>")]
     pub delay: Option<std::time::Duration>,
-    /// The delay varies uniformly by up to this much either way.
+    /// The delay varies uniformly by up to this much either way (at most
+    /// the delay). Absent: no jitter.
     #[serde(default, with = "humantime_serde")]
     #[schemars(with = "Option<String>")]
     pub jitter: Option<std::time::Duration>,
     /// Percent of chunks lost (0-100), each resent 200 ms later.
     #[serde(default)]
     pub loss: f64,
-    /// Kilobytes per second, each way and connection.
+    /// Kilobytes per second, each way and connection (> 0). Absent: no limit.
     #[serde(default)]
     pub bandwidth: Option<u64>,
     /// Percent of new connections reset (0-100).
