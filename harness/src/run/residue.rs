@@ -430,9 +430,10 @@ mod tests {
         let w = plan(&e, "before-fix", 60.0);
         // The cache fill at 0 s is a standing condition (trigger: false).
         let sizes: Vec<usize> = w.iter().map(|t| t.documents.len()).collect();
-        assert_eq!(sizes, vec![10, 10, 10, 16, 16]);
-        // Spread over 4 s: the trigger lasts until its last document arrives.
-        assert_eq!(w[0].undone, Some(Duration::from_millis(10_600)));
+        assert_eq!(sizes, vec![18, 18, 18, 16, 16]);
+        // 18 spread over 2 s from 7 s: the trigger lasts until its last document arrives.
+        let last = Duration::from_secs(7) + Duration::from_secs(2).mul_f64(17.0 / 18.0);
+        assert_eq!(w[0].undone, Some(last));
         // The documents watched are the ones the runner submits, with their pages.
         let cap = crate::load::Capacity {
             pages_per_sec: 400.0,
