@@ -1,4 +1,5 @@
-//! A proxy gateway whose binary is not installed: `harness` exits 2 before
+//! A proxy gateway whose binary is not installed: `harness validate` runs
+//! nothing, so the file is valid (exit 0); `harness FILE` exits 2 before
 //! anything runs, at the variant's line, naming the Debian package.
 
 use std::process::Command;
@@ -22,21 +23,27 @@ fn missing_proxy_binary_exits_2_naming_the_package() {
     let empty = dir.join("bin");
     std::fs::create_dir_all(&empty).unwrap();
     let reports = dir.join("reports").display().to_string();
-    for args in [vec!["validate"], vec!["--out", reports.as_str()]] {
-        let out = Command::new(env!("CARGO_BIN_EXE_harness"))
-            .args(args.first().filter(|a| **a == "validate"))
-            .arg(&exp)
-            .args(args.iter().skip_while(|a| **a == "validate"))
-            .env("PATH", &empty)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(
-            err.contains("exp.yaml:10:"),
-            "located at the variant: {err}"
-        );
-        assert!(err.contains("apt-get install nginx-light"), "{err}");
-        assert!(!dir.join("reports").exists(), "nothing ran");
-    }
+    let harness = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_harness"));
+        c.env("PATH", &empty);
+        c
+    };
+    let out = harness().arg("validate").arg(&exp).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "validate: {text}{err}");
+    assert!(text.contains("exp.yaml: ok"), "{text}");
+    let out = harness()
+        .arg(&exp)
+        .args(["--out", reports.as_str()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "run: {err}");
+    assert!(
+        err.contains("exp.yaml:10:"),
+        "located at the variant: {err}"
+    );
+    assert!(err.contains("apt-get install nginx-light"), "{err}");
+    assert!(!dir.join("reports").exists(), "nothing ran");
 }

@@ -12,6 +12,7 @@ pub mod faults;
 pub mod http_workload;
 pub mod images;
 pub mod processes;
+pub mod programs;
 pub mod raw;
 pub(crate) mod sampling;
 pub mod schema;
@@ -63,6 +64,8 @@ pub struct Experiment {
     pub source: String,
     /// The images `environment: containers` (or `--environment containers`) runs.
     pub container_images: images::ContainerImages,
+    /// Programs a run starts on this machine, looked up when it runs.
+    pub programs: Vec<programs::NeededProgram>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

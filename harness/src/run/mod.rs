@@ -65,6 +65,8 @@ pub struct AgentOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error(transparent)]
+    Program(crate::experiment::ExperimentError),
+    #[error(transparent)]
     Prom(#[from] crate::observe::prometheus::PromError),
     /// A target series that promtool refuses, or no Prometheus: said once.
     #[error(transparent)]
@@ -153,7 +155,10 @@ pub async fn run(
 ) -> Result<RunOutcome, RunError> {
     let started_at = chrono::Utc::now();
     let span = crate::base::clock::Span::start();
-    // Before anything runs: the rules must load, and Prometheus be installed.
+    // Before anything runs: the programs it starts must be installed, the
+    // rules must load, and Prometheus be installed.
+    crate::experiment::programs::check_installed(&exp.environment, &exp.programs)
+        .map_err(RunError::Program)?;
     if let Some(a) = &exp.alerts {
         crate::observe::prometheus::check_rules(a)?;
     }

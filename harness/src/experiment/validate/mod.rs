@@ -152,7 +152,7 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
     let (workload, implied) = workload::workload(&cx, &raw.workload, form.duration)?;
     let mut variants = sections::variants(&cx, &raw, &tree, &environment)?;
     processes::processes(&cx, &raw, &tree, &mut environment, &variants)?;
-    proxy::proxies(&cx, &raw, &mut variants, &environment)?;
+    let programs = proxy::proxies(&cx, &raw, &mut variants, &environment)?;
     let timeline = timeline::timeline(
         &cx,
         &form.timeline,
@@ -201,6 +201,7 @@ pub fn parse(text: &str, file: &str, quick: bool) -> Result<Experiment, Experime
         campaign,
         source: text.to_string(),
         container_images: sections::container_images(&raw),
+        programs,
     })
 }
 

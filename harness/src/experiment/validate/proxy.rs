@@ -2,26 +2,28 @@
 //! variant's configuration file is resolved against the experiment file's
 //! folder, read, and must carry the harness's placeholders (`{{listen}}`,
 //! `{{pool:ZONE}}` for every zone, and for nginx `{{access_log}}`, where the
-//! harness's upstream log goes); in the embedded environment the proxy's
-//! binary must be installed (the error names the Debian package; in
-//! containers its image must exist, checked when the variant starts, and
-//! `ci/images.sh` builds it); and the system's own gateway retries must be
-//! one attempt, since the proxy is the retry layer. Errors point at the
-//! variant.
+//! harness's upstream log goes); and the system's own gateway retries must
+//! be one attempt, since the proxy is the retry layer. Errors point at the
+//! variant. Whether the proxy's binary is installed is the run's concern,
+//! not the file's (`programs.rs`: a run in the embedded environment looks
+//! it up and names the Debian package; in containers its image must exist,
+//! checked when the variant starts, and `ci/images.sh` builds it).
 
+use super::super::programs::NeededProgram;
 use super::super::raw::RawExperiment;
 use super::super::{Environment, Variant};
 use super::{Ctx, ExperimentError};
 use std::path::Path;
 use sut::config::ProxyConfig;
 
-/// Checks every variant's proxy and makes its file path absolute.
+/// Checks every variant's proxy and makes its file path absolute; returns
+/// the proxy binaries a run in the embedded environment needs installed.
 pub(super) fn proxies(
     cx: &Ctx,
     raw: &RawExperiment,
     variants: &mut [Variant],
     environment: &Environment,
-) -> Result<(), ExperimentError> {
+) -> Result<Vec<NeededProgram>, ExperimentError> {
     let base = Path::new(cx.file()).parent().unwrap_or(Path::new("."));
     let base = if base.as_os_str().is_empty() {
         Path::new(".")
@@ -31,6 +33,7 @@ pub(super) fn proxies(
     let base = std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf());
     let base = base.as_path();
     let fallback = raw.name.referenced;
+    let mut needed = Vec::new();
     for v in variants.iter_mut() {
         let Some(proxy) = v.system.gateway.proxy.clone() else {
             continue;
@@ -44,13 +47,9 @@ pub(super) fn proxies(
         let field = format!("variants.{}.system.gateway.proxy", v.name);
         let resolved = proxy.resolved(base);
         let err = |f: &str, m: String| cx.err(&at, format!("{field}{f}"), m);
-        let process = match environment {
-            Environment::Embedded => true,
-            Environment::Containers { .. } => false,
-            Environment::External { .. } | Environment::Processes(_) => {
-                return Err(err("", format!("a proxy gateway runs where the harness starts the system (embedded, as a child process on loopback; containers, as a container); not in {}", environment.kind())));
-            }
-        };
+        if let Environment::External { .. } | Environment::Processes(_) = environment {
+            return Err(err("", format!("a proxy gateway runs where the harness starts the system (embedded, as a child process on loopback; containers, as a container); not in {}", environment.kind())));
+        }
         let (kind, text) = read(&resolved).map_err(|m| err(".config", m.to_string()))?;
         // Only where the proxy reads them: a placeholder in a comment is none.
         let live = uncommented(&text);
@@ -66,18 +65,19 @@ pub(super) fn proxies(
                 ));
             }
         }
-        if process && which(kind).is_none() {
-            return Err(err(
+        needed.push(NeededProgram {
+            program: kind,
+            missing: err(
                 "",
-                format!("`{kind}` is not installed (PATH); install the Debian package: apt-get install {}", package(kind)),
-            ));
-        }
+                format!("`{kind}` is not installed (PATH), and this run starts it as the gateway; install the Debian package: apt-get install {}, or run with --environment containers", package(kind)),
+            ),
+        });
         if v.system.gateway.retry.max_attempts != 1 {
             return Err(cx.err(&at, format!("variants.{}.system.gateway.retry.max_attempts", v.name), "must be 1 with a proxy gateway: the proxy is the retry layer, and each pool process's own gateway must not retry too"));
         }
         v.system.gateway.proxy = Some(resolved);
     }
-    Ok(())
+    Ok(needed)
 }
 
 /// A proxy's configuration file that cannot be read.
