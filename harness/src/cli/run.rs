@@ -1,7 +1,7 @@
 //! `harness FILE`: one run of an experiment's variants.
 
 use crate::base::clock::ClockKind;
-use crate::experiment::EnvironmentKind;
+use crate::experiment::EnvironmentSwitch;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Clone)]
@@ -34,10 +34,12 @@ pub struct RunArgs {
     /// Print the summary JSON on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Run in this environment instead of the file's: embedded or containers
-    /// (containers needs the images of `ci/images.sh`).
-    #[arg(long, value_enum)]
-    pub environment: Option<EnvironmentKind>,
+    /// Run this project's system in this environment instead of the file's:
+    /// embedded or containers (containers needs the images of
+    /// `ci/images.sh`). An external target or your own processes are set in
+    /// the file (`environment:` with `target:` or `system.processes`).
+    #[arg(long, value_parser = SwitchParser)]
+    pub environment: Option<EnvironmentSwitch>,
     /// Split each variant's load over N load agents, child processes that
     /// each drive shard k mod N of the seeded schedule and report to this run.
     #[arg(long, value_name = "N")]
@@ -64,4 +66,42 @@ pub struct RunArgs {
     /// n/a, and an expectation on them fails as not measured.
     #[arg(long)]
     pub without_alerts: bool,
+}
+
+/// `--environment`: embedded or containers; `external` and `processes`,
+/// which are the file's kinds, are refused saying where they are set.
+#[derive(Clone)]
+struct SwitchParser;
+
+impl clap::builder::TypedValueParser for SwitchParser {
+    type Value = EnvironmentSwitch;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<EnvironmentSwitch, clap::Error> {
+        let why = match value.to_str() {
+            Some("external") => "an external target is set in the experiment file (`environment: external` with `target: { url: ... }`), not on the command line",
+            Some("processes") => "your own processes are set in the experiment file (`environment: processes` with `system.processes`), not on the command line",
+            _ => return clap::builder::EnumValueParser::<EnvironmentSwitch>::new().parse_ref(cmd, arg, value),
+        };
+        Err(clap::Error::raw(
+            clap::error::ErrorKind::InvalidValue,
+            format!("--environment {}: {why}; --environment takes embedded or containers\n", value.to_string_lossy()),
+        )
+        .with_cmd(cmd))
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        use clap::ValueEnum;
+        Some(Box::new(
+            EnvironmentSwitch::value_variants()
+                .iter()
+                .filter_map(|v| v.to_possible_value()),
+        ))
+    }
 }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 pub fn cli(path: PathBuf, args: RunArgs) -> Result<Finished, CliError> {
     let mut exp = load(&path, args.quick, chosen_seed(&args)?)?;
     if args.clock.is_virtual() {
-        let containers = args.environment == Some(experiment::EnvironmentKind::Containers);
+        let containers = args.environment == Some(experiment::EnvironmentSwitch::Containers);
         let flags = (args.agents.is_some(), args.deployed.is_some(), containers);
         if let Some(why) = crate::base::clock::refuse_flags(flags.0, flags.1, flags.2) {
             return Err(CliError::new(why));

@@ -90,11 +90,9 @@ pub enum Environment {
 }
 
 /// Where the system under test runs.
-// As written in a file (`environment:`) and on the command line
-// (`--environment`): parsed in one place.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, clap::ValueEnum, schemars::JsonSchema,
-)]
+// As written in a file (`environment:`); the command line's
+// `--environment` moves only between the first two ([`EnvironmentSwitch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EnvironmentKind {
     /// The system under test in this process, on loopback.
@@ -443,25 +441,28 @@ impl TimelineOp {
     }
 }
 
+/// Where `--environment` can move this project's system: the harness
+/// starts it either way. An external target (`target:`) or the user's own
+/// processes (`system.processes`) are the file's, never a switch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EnvironmentSwitch {
+    /// The system under test in this process, on loopback.
+    Embedded,
+    /// The system under test as containers (gateway, one pool per zone, Redis).
+    Containers,
+}
+
 /// Why `--environment` cannot switch an experiment.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SwitchError {
     /// The experiment (named) drives a target of its own.
     #[error("{0} drives an external target; --environment cannot change that")]
     External(String),
-    /// An external environment needs the target the file names.
-    #[error("--environment external needs a target: set `environment: external` and `target:` in the file")]
-    NoTarget,
     /// The experiment (named) runs its own processes.
     #[error(
         "{0} runs its own processes (environment processes); --environment cannot change that"
     )]
     Processes(String),
-    /// `--environment processes` needs the processes the file names.
-    #[error(
-        "--environment processes needs `environment: processes` and `system.processes` in the file"
-    )]
-    NoProcesses,
     /// A generic fault the containers environment cannot carry out.
     #[error("{0} has a {1} fault that only the embedded environment can apply here (see `harness validate` with `environment: containers` for why)")]
     Generic(String, &'static str),
@@ -471,25 +472,23 @@ impl Experiment {
     /// `--environment`: runs an embedded experiment as containers or the
     /// other way round (same system configuration, same timeline). An
     /// external experiment names its target and cannot be switched.
-    pub fn set_environment(&mut self, kind: EnvironmentKind) -> Result<(), SwitchError> {
+    pub fn set_environment(&mut self, to: EnvironmentSwitch) -> Result<(), SwitchError> {
         if let Environment::External { .. } = self.environment {
             return Err(SwitchError::External(self.name.clone()));
         }
         if let Environment::Processes(_) = self.environment {
             return Err(SwitchError::Processes(self.name.clone()));
         }
-        if let EnvironmentKind::Containers = kind {
+        if let EnvironmentSwitch::Containers = to {
             if let Some(f) = self.generic_faults().find(|f| f.in_containers().is_err()) {
                 return Err(SwitchError::Generic(self.name.clone(), f.kind()));
             }
         }
-        self.environment = match kind {
-            EnvironmentKind::Embedded => Environment::Embedded,
-            EnvironmentKind::Containers => Environment::Containers {
+        self.environment = match to {
+            EnvironmentSwitch::Embedded => Environment::Embedded,
+            EnvironmentSwitch::Containers => Environment::Containers {
                 images: self.container_images.clone(),
             },
-            EnvironmentKind::External => return Err(SwitchError::NoTarget),
-            EnvironmentKind::Processes => return Err(SwitchError::NoProcesses),
         };
         Ok(())
     }
