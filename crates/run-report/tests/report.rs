@@ -378,3 +378,23 @@ fn a_ten_minute_run_renders() {
     let (w, h) = latency_chart_size(&run);
     assert!(!latency_chart_png(&run, &a, w, h).unwrap().is_empty());
 }
+
+/// A virtual-clock run records the epoch as its start (it replays byte for
+/// byte); its page and charts name it as a virtual-clock run, never as a
+/// run of 1 January 1970.
+#[test]
+fn a_virtual_run_is_not_dated_1970() {
+    let mut run = fixture::synthetic_run(false);
+    run.clock = run_report::RunClock::Virtual;
+    run.run_id = "19700101T000000Z-seed42".into();
+    run.started_at = "1970-01-01T00:00:00+00:00".into();
+    let dir = temp_dir("virtual");
+    write_report(&dir, &run, &analyse(&run)).expect("report written");
+    for rel in ["index.html", "charts/waves.svg"] {
+        let text = std::fs::read_to_string(dir.join(rel)).unwrap();
+        assert!(!text.contains("19700101"), "{rel} dated by the epoch");
+        assert!(!text.contains("1970-01-01"), "{rel} dated by the epoch");
+        assert!(text.contains("virtual-clock run"), "{rel} names the clock");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -347,8 +347,8 @@ pub fn title_strip<DB: DrawingBackend>(
     let text = printable(&format!("{} — {what}", run.experiment));
     area.draw(&Text::new(text, (12, 15), bold)).map_err(err)?;
     let sub = printable(&format!(
-        "run {} · seed {}{} · shared time axis and scales across variants",
-        run.run_id,
+        "{} · seed {}{} · shared time axis and scales across variants",
+        run.label(),
         run.seed,
         if run.quick { " · QUICK" } else { "" }
     ));

@@ -69,7 +69,7 @@ pub fn render_html(run: &RunData, analysis: &Analysis, charts: &Charts) -> Strin
     let mut h = String::with_capacity(
         64 * 1024 + (charts.waves_png.len() + charts.latency_png.len()) * 4 / 3,
     );
-    let title = format!("{} — run {}", run.experiment, run.run_id);
+    let title = format!("{} — {}", run.experiment, run.label());
     let _ = write!(
         h,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\

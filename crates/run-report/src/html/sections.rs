@@ -34,12 +34,11 @@ pub fn header(h: &mut String, run: &RunData, analysis: &Analysis) {
     let _ = write!(
         h,
         "<header>\n<h1>{}</h1>\n<p class=\"desc\">{}</p>\n\
-         <p class=\"meta\">run <b>{}</b> · started {} · seed {} · {}{} environment · {}</p>\n\
+         <p class=\"meta\">{} · seed {} · {}{} environment · {}</p>\n\
          <div class=\"overall {class}\">{}</div>\n</header>\n",
         escape(&run.experiment),
         escape(&run.description),
-        escape(&run.run_id),
-        escape(&run.started_at),
+        run_and_start(run),
         run.seed,
         if run.quick {
             "<b>QUICK run (scaled down)</b> · "
@@ -50,6 +49,20 @@ pub fn header(h: &mut String, run: &RunData, analysis: &Analysis) {
         clock_text(run),
         escape(&text)
     );
+}
+
+/// "run <b>ID</b> · started TIME"; a virtual-clock run's record holds the
+/// epoch for both (it replays byte for byte), so it is named as such.
+fn run_and_start(run: &RunData) -> String {
+    if run.clock.is_real() {
+        format!(
+            "run <b>{}</b> · started {}",
+            escape(&run.run_id),
+            escape(&run.started_at)
+        )
+    } else {
+        escape(&run.label())
+    }
 }
 
 /// "real clock", or "<b>virtual clock</b> (98.1 s in 2.4 s of wall time, 41x)".

@@ -77,6 +77,19 @@ pub enum RunClock {
     Virtual,
 }
 
+impl RunData {
+    /// How the report names the run: `run 20261130T051500Z-seed42` on the
+    /// real clock; on the virtual one, whose record starts at the epoch so
+    /// a seed replays byte for byte, `virtual-clock run` (its id and start
+    /// time are the epoch's, not when it ran).
+    pub fn label(&self) -> String {
+        match self.clock {
+            RunClock::Real => format!("run {}", self.run_id),
+            RunClock::Virtual => "virtual-clock run".to_string(),
+        }
+    }
+}
+
 impl RunClock {
     pub fn is_real(&self) -> bool {
         *self == RunClock::Real
