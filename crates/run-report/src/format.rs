@@ -1,6 +1,13 @@
 //! Number formatting shared by the HTML, JUnit and messages, so a value reads
 //! the same everywhere ("0.78", "12", "78.0 %", "—" when undefined).
 
+/// A verdict class in words, as every page and terminal line writes it:
+/// `never_healthy` (the name an expectation or a JSON key writes) is
+/// "never healthy", `no_trigger` "no trigger"; the others are one word.
+pub fn class_words(class: &str) -> String {
+    class.replace('_', " ")
+}
+
 /// A number without noise: integers as integers, otherwise up to 4 significant
 /// decimals, trailing zeros trimmed. Non-finite values as `NaN`, `inf`, `-inf`.
 pub fn num(x: f64) -> String {

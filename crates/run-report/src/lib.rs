@@ -45,7 +45,7 @@ mod xml;
 
 pub use analysis::metric_value;
 pub use analysis::{
-    analyse, analyse_variant, verdict_rule_text, wave_rule_text, Analysis, Baseline, EffectFigures,
+    analyse, analyse_variant, class_words, verdict_rule_text, wave_rule_text, Analysis, Baseline, EffectFigures,
     Episode, EpisodeOutcome, ExpectationResult, FidelityRow, SlowRecovery, SustainingEffect,
     VariantAnalysis, Verdict, Wave, VERDICT_CLASSES,
 };

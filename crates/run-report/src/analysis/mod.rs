@@ -22,7 +22,9 @@ pub use expect::{evaluate_expectation, ExpectationResult};
 pub use fidelity::FidelityRow;
 pub use measure::{metric_value, metric_value_explained};
 pub use sustaining::{EffectFigures, SustainingEffect};
-pub use verdict::{verdict_rule_text, Episode, EpisodeOutcome, Verdict, VERDICT_CLASSES};
+pub use verdict::{
+    class_words, verdict_rule_text, Episode, EpisodeOutcome, Verdict, VERDICT_CLASSES,
+};
 pub use waves::{wave_rule_text, Wave};
 
 use crate::metrics::MetricValues;

@@ -454,7 +454,7 @@ fn slowest_recovery(
 }
 
 mod classes;
-pub use classes::{Verdict, BAD_CLASSES, VERDICT_CLASSES, VERDICT_MEANINGS};
+pub use classes::{class_words, Verdict, BAD_CLASSES, VERDICT_CLASSES, VERDICT_MEANINGS};
 mod pre_trigger;
 mod rule_text;
 pub use rule_text::verdict_rule_text;

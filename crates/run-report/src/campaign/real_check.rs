@@ -63,7 +63,7 @@ pub fn judge(
         };
         headline.push(share_check(
             v,
-            &format!("verdict {major}"),
+            &format!("verdict {}", crate::analysis::class_words(&major)),
             share(&virt),
             share(&real),
         ));

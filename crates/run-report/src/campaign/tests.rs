@@ -314,10 +314,16 @@ fn a_run_is_placed_in_the_campaign_it_belongs_to() {
     let lines = ctx.place(&analysis);
     assert_eq!(lines.len(), 1);
     assert!(
-        lines[0].contains("waves 9 (OUTSIDE seeds 1–10: 3–6, median 5)"),
+        lines[0].contains("waves 9 (above seeds 1–10: 3–6, median 5)"),
         "{}",
         lines[0]
     );
+    assert!(
+        lines[0].ends_with("2 figures outside the range of the 10 recorded runs, as about 1 new run in 5.5 is by chance alone (2/(n+1) per figure)"),
+        "{}",
+        lines[0]
+    );
+    assert!(!lines[0].contains("OUTSIDE"), "no capitals: {}", lines[0]);
 }
 
 #[test]
@@ -387,4 +393,23 @@ fn a_windowed_metric_is_its_window_value_or_undefined() {
         ..CampaignSpec::default()
     };
     assert_eq!(spec.windowed_metrics(), vec![windowed]);
+}
+
+/// A verdict reads the same on every page: the campaign's verdict table and
+/// its recorded context say "never healthy" as a run's report does, not
+/// the class's key `never_healthy`.
+#[test]
+fn verdicts_are_written_in_words() {
+    let mut all = runs();
+    all[0] = judged_run("before-fix", 1, "never_healthy");
+    let c = CampaignSummary::build(plan(), &spec(), all);
+    let html = write::campaign_html(&c).unwrap();
+    let table = &html[html.find("id=\"verdicts\"").unwrap()..];
+    let table = &table[..table.find("</section>").unwrap()];
+    assert!(table.contains("never healthy 1/10"), "{table}");
+    assert!(!table.contains("never_healthy"), "{table}");
+    let ctx = context::CampaignContext::of(&c, "20261204T203025Z-seed1");
+    let md = ctx.figures_markdown();
+    assert!(md.contains("never healthy 1"), "{md}");
+    assert!(!md.contains("never_healthy"), "{md}");
 }

@@ -190,7 +190,11 @@ fn verdicts(h: &mut String, c: &CampaignSummary) {
         &["variant", "counted runs", "verdicts", "runs with a wave"],
     );
     for v in &c.variants {
-        let classes: Vec<String> = v.verdicts.iter().map(|(k, s)| format!("{k} {s}")).collect();
+        let classes: Vec<String> = v
+            .verdicts
+            .iter()
+            .map(|(k, s)| format!("{} {s}", crate::analysis::class_words(k)))
+            .collect();
         row(
             h,
             "",

@@ -114,7 +114,7 @@ impl CampaignContext {
             let verdicts: Vec<String> = v
                 .verdicts
                 .iter()
-                .map(|(class, k)| format!("{class} {k}"))
+                .map(|(class, k)| format!("{} {k}", crate::format::class_words(class)))
                 .collect();
             out.push_str(&format!("| {name} | {} |", verdicts.join(", ")));
             for m in &metrics {

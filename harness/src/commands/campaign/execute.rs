@@ -269,9 +269,12 @@ fn signal(child: &Child, sig: i32) {
 
 fn report_progress(run: &CampaignRun, done: usize, total: usize, took: Duration) {
     let outcome = match &run.status {
-        RunStatus::Judged(j) => j.verdict.clone(),
+        RunStatus::Judged(j) => run_report::class_words(&j.verdict),
         RunStatus::Excluded { judged, reason } => {
-            format!("{} (left out: {reason})", judged.verdict)
+            format!(
+                "{} (left out: {reason})",
+                run_report::class_words(&judged.verdict)
+            )
         }
         RunStatus::Errored { reason } => format!("ERRORED: {reason}"),
     };

@@ -131,7 +131,7 @@ fn print_summary(s: &CampaignSummary) {
         let verdicts: Vec<String> = v
             .verdicts
             .iter()
-            .map(|(k, sh)| format!("{k} {sh}"))
+            .map(|(k, sh)| format!("{} {sh}", run_report::class_words(k)))
             .collect();
         eprintln!(
             "{:>14}: {} of {} runs counted | {} | with a wave {}",

@@ -3,6 +3,7 @@
 
 use crate::analysis::drain::SlowRecovery;
 use crate::analysis::sustaining::SustainingEffect;
+pub use crate::format::class_words;
 use serde::{Deserialize, Serialize};
 
 /// The class of a variant, as the report and expectations name it.
@@ -124,7 +125,7 @@ impl Verdict {
     /// Short label, e.g. "recovered 2 s after the residue".
     pub fn label(&self) -> String {
         match self {
-            Verdict::NoTrigger => "no trigger".into(),
+            Verdict::NoTrigger => class_words(self.class()),
             Verdict::Stable => "stable".into(),
             Verdict::Recovered {
                 after_s,
@@ -151,7 +152,7 @@ impl Verdict {
                 needed_s: Some(n), ..
             } => format!("inconclusive (needed at least {n:.0} s more)"),
             Verdict::Inconclusive { .. } => "inconclusive".into(),
-            Verdict::NeverHealthy { .. } => "never healthy".into(),
+            Verdict::NeverHealthy { .. } => class_words(self.class()),
         }
     }
 
