@@ -1,5 +1,7 @@
 //! `harness report DIR`: a recorded run judged again with this harness's
-//! rules, its report rewritten in place.
+//! rules, its report rewritten in place; with `--with FILE`, against that
+//! file's expectations, analysis settings, incident figures and the
+//! windowed metrics its campaign claims name.
 
 use super::run::{load, print_summary};
 use crate::base::exit::{CliError, Finished};
@@ -32,6 +34,9 @@ pub fn cli(dir: &Path, with: Option<&Path>, quiet: bool) -> Result<Finished, Cli
             .collect();
         run.analysis = exp.analysis;
         run.incident_figures = exp.incident;
+        // The file's campaign claims name windowed metrics the summary must
+        // carry for a campaign to read them back (as a run records them).
+        run.campaign_metrics = exp.campaign.windowed_metrics();
     }
     let analysis = run_report::analyse(&run);
     let files = run_report::write_report(dir, &run, &analysis).map_err(CliError::new)?;
