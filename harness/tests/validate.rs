@@ -210,6 +210,36 @@ fn malformed_comparison() {
     );
 }
 
+/// An expectation no value of its metric can satisfy (outside the
+/// catalogue's range, or a fraction of a count) is refused where it is
+/// written, saying why; one at the range's edge, which can hold, is not.
+#[test]
+fn expectations_that_can_never_hold() {
+    for (bad, field) in [
+        ("a: { \"failure_ratio_mean[2s..10s]\": \"<= -1\" }", "expect.a.failure_ratio_mean[2s..10s]"),
+        ("a: { peak_failure_ratio: \"> 1\" }", "expect.a.peak_failure_ratio"),
+        ("a: { waves: \"< 0\" }", "expect.a.waves"),
+        ("a: { waves: 2.5 }", "expect.a.waves"),
+        ("a: { p99_ms: \"<= -5\" }", "expect.a.p99_ms"),
+    ] {
+        let e = broken("a: { waves: 0 }", bad);
+        check(&e, 16, field);
+        assert!(e.message.contains("can never hold"), "{e}");
+    }
+    for ok in [
+        "a: { peak_failure_ratio: \"<= 0\" }",
+        "a: { peak_failure_ratio: \">= 1\" }",
+        "a: { unaccounted_documents: \"<= -1\" }",
+    ] {
+        let text = BASE.replace("a: { waves: 0 }", ok);
+        parse(&text, "exp.yaml", false).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+    let campaign = "campaign:\n  expect:\n    a: { \"runs with failure_ratio_peak > 1\": \">= 50% (alpha 0.05, beta 0.1)\" }\n";
+    let e = parse(&format!("{BASE}{campaign}"), "exp.yaml", false).unwrap_err();
+    assert_eq!(e.line, 19, "{e}");
+    assert!(e.message.contains("can never hold"), "{e}");
+}
+
 #[test]
 fn zero_tenants() {
     check(&broken("tenants: 2", "tenants: 0"), 8, "tenants");
@@ -475,7 +505,7 @@ fn proxy_gateways_and_network_faults_run_in_containers() {
             continue;
         }
         let mut exp = harness::experiment::load(&path, true).unwrap();
-        exp.set_environment(harness::experiment::EnvironmentKind::Containers)
+        exp.set_environment(harness::experiment::EnvironmentSwitch::Containers)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
     }
     let text = BASE

@@ -46,7 +46,7 @@ mod xml;
 pub use analysis::metric_value;
 pub use analysis::{
     analyse, analyse_variant, class_words, verdict_rule_text, wave_rule_text, Analysis, Baseline, EffectFigures,
-    Episode, EpisodeOutcome, ExpectationResult, FidelityRow, SlowRecovery, SustainingEffect,
+    Episode, EpisodeOutcome, ExpectationResult, FidelityRow, op_symbol, SlowRecovery, SustainingEffect,
     VariantAnalysis, Verdict, Wave, VERDICT_CLASSES,
 };
 pub use charts::heatmap::CellClass;

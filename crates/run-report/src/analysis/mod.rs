@@ -18,7 +18,7 @@ pub mod waves;
 
 pub use baseline::Baseline;
 pub use drain::SlowRecovery;
-pub use expect::{evaluate_expectation, ExpectationResult};
+pub use expect::{evaluate_expectation, op_symbol, ExpectationResult};
 pub use fidelity::FidelityRow;
 pub use measure::{metric_value, metric_value_explained};
 pub use sustaining::{EffectFigures, SustainingEffect};

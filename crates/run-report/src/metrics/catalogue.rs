@@ -192,6 +192,35 @@ impl Metric {
         name
     }
 
+    /// The values it can take, `(lowest, highest)`, both included (infinite
+    /// where unbounded): a share or a flag is in [0, 1], counts, times,
+    /// pages and factors are never negative; the signed ones are a
+    /// difference (`unaccounted_documents`, the alert leads). `None` for the
+    /// verdict, which is a class. The validator refuses an expectation no
+    /// value in it can satisfy.
+    pub fn range(self) -> Option<(f64, f64)> {
+        let unbounded = (f64::NEG_INFINITY, f64::INFINITY);
+        match self {
+            Metric::UnaccountedDocuments | Metric::AlertLeadS | Metric::AlertWaveLeadS => {
+                Some(unbounded)
+            }
+            _ => match self.unit() {
+                Unit::Class => None,
+                Unit::Ratio | Unit::Flag => Some((0.0, 1.0)),
+                Unit::Count
+                | Unit::Factor
+                | Unit::Milliseconds
+                | Unit::Seconds
+                | Unit::Pages => Some((0.0, f64::INFINITY)),
+            },
+        }
+    }
+
+    /// Whether its values are whole numbers (counts and flags).
+    pub fn integral(self) -> bool {
+        matches!(self.unit(), Unit::Count | Unit::Flag)
+    }
+
     /// Whether it needs the alert rules of `alerts:` (the per-rule ones and the count).
     pub fn needs_alerts(self) -> bool {
         self.scope() == Scope::Alert || self == Metric::AlertsFired
@@ -210,19 +239,30 @@ impl Metric {
     /// The catalogue as a Markdown table, for the user guide.
     pub fn markdown_table() -> String {
         let mut t = String::from(
-            "| metric | scope | unit | window | definition |\n|---|---|---|---|---|\n",
+            "| metric | scope | unit | range | window | definition |\n|---|---|---|---|---|---|\n",
         );
         for m in Metric::ALL {
             t.push_str(&format!(
-                "| `{}` | {:?} | {:?} | {} | {} |\n",
+                "| `{}` | {:?} | {:?} | {} | {} | {} |\n",
                 m.name(),
                 m.scope(),
                 m.unit(),
+                m.range_text(),
                 if m.windowed() { "yes" } else { "" },
                 m.doc()
             ));
         }
         t
+    }
+
+    /// Its range in words: `0 to 1`, `>= 0`, `any`, or `—` for the verdict.
+    pub fn range_text(self) -> String {
+        match self.range() {
+            None => "—".into(),
+            Some((lo, hi)) if lo.is_infinite() && hi.is_infinite() => "any".into(),
+            Some((lo, hi)) if hi.is_infinite() => format!(">= {lo}"),
+            Some((lo, hi)) => format!("{lo} to {hi}"),
+        }
     }
 }
 

@@ -142,3 +142,21 @@ async fn start_agents(
     c.wait_for_agents(Duration::from_secs(30)).await?;
     Ok(c)
 }
+
+#[cfg(test)]
+mod tests {
+    /// The agents' experiment is a file the validator accepts: its rate is
+    /// the highest a file may ask for (the in-process ceiling's 250,000/s
+    /// was refused, and `bench --agents N` failed).
+    #[test]
+    fn the_agents_experiment_validates_at_the_highest_rate() {
+        let text = super::experiment(std::time::Duration::from_secs(5));
+        let exp = crate::experiment::parse(&text, "bench-agents.yaml", false)
+            .unwrap_or_else(|e| panic!("{e}"));
+        use crate::experiment::{Arrival, Rate, MAX_RATE};
+        assert!(matches!(
+            exp.workload.arrival,
+            Arrival::Constant(Rate::PerSec(r)) if r == MAX_RATE
+        ));
+    }
+}

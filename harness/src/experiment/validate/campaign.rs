@@ -206,6 +206,11 @@ fn expectation(
         share_value(&site, &value.value)?
     } else {
         let (op, number, text) = expect::comparison(&site, &value.value)?;
+        if let OverRuns::Median { metric } | OverRuns::Min { metric } | OverRuns::Max { metric } =
+            &statistic
+        {
+            expect::satisfiable(&site, metric.metric, op, number)?;
+        }
         (op, number, text, None)
     };
     Ok(CampaignExpectation {
@@ -242,6 +247,7 @@ fn condition(site: &Site, text: &str, labels: &Labels) -> Result<OverRuns, Exper
     })?;
     let metric = metric_ref(site, text[..at].trim(), labels)?;
     let (op, value, _) = expect::comparison(site, &ExpectValue::Text(text[at..].to_string()))?;
+    expect::satisfiable(site, metric.metric, op, value)?;
     Ok(OverRuns::ConditionShare { metric, op, value })
 }
 

@@ -85,6 +85,7 @@ fn expectation(
         return verdict_expectation(cx, variant, value);
     }
     let (op, num, source) = comparison(&site, &value.value)?;
+    satisfiable(&site, metric, op, num)?;
     Ok(ExpectationSpec {
         variant: variant.to_string(),
         metric,
@@ -231,6 +232,37 @@ pub(super) fn comparison(
         return Err(site.err("the expected value must be a finite number"));
     }
     Ok((op, num, source))
+}
+
+/// Refuses `metric op value` when no value the metric can take (its
+/// catalogue range, whole numbers for counts and flags) satisfies it:
+/// `failure_ratio_mean <= -1` could never hold, whatever the run did.
+pub(super) fn satisfiable(
+    site: &Site,
+    metric: Metric,
+    op: CompareOp,
+    value: f64,
+) -> Result<(), ExperimentError> {
+    let Some((lo, hi)) = metric.range() else {
+        return Ok(());
+    };
+    let never = match op {
+        CompareOp::Lt => value <= lo,
+        CompareOp::Le => value < lo,
+        CompareOp::Gt => value >= hi,
+        CompareOp::Ge => value > hi,
+        CompareOp::Eq => value < lo || value > hi || (metric.integral() && value.fract() != 0.0),
+    };
+    if !never {
+        return Ok(());
+    }
+    let whole = if metric.integral() { ", whole numbers" } else { "" };
+    Err(site.err(format!(
+        "{metric} {} {} can never hold: {metric} is {}{whole} (its range in the metric catalogue)",
+        run_report::op_symbol(op),
+        value,
+        metric.range_text()
+    )))
 }
 
 /// `verdict: metastable` or `verdict: "stable|recovered"`.
