@@ -1,7 +1,9 @@
 //! `--clock virtual` through the `harness` binary: a seed replays byte for
 //! byte (the digest of run.json in summary.json), far faster than its
-//! modeled time; and what virtual time cannot run is refused before
-//! anything runs, with exit 2 and the file's line and column.
+//! modeled time; what virtual time cannot run is refused before anything
+//! runs, with exit 2 and the file's line and column; and `alerts:`, which
+//! only a real Prometheus evaluates, is left out loudly, its expectations
+//! reported as not evaluated.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -201,13 +203,6 @@ fn what_virtual_time_cannot_run_is_refused_with_its_location() {
         "{e}"
     );
 
-    let e = refused(&with("alerts: { rules: [rules.yml] }"), "alerts", &[]);
-    assert!(
-        e.contains("alerts.yaml:2:") && e.contains("Prometheus"),
-        "{e}"
-    );
-    assert!(e.contains("--without-alerts"), "{e}");
-
     // Generic faults and a proxy gateway act on real processes.
     let generic = SMALL.replace(
         "  - { at: 4s, fault: { zone_fail: { zone: z1, ratio: 0.3 } }, duration: 2s }",
@@ -224,7 +219,7 @@ fn what_virtual_time_cannot_run_is_refused_with_its_location() {
         "  after-fix: { system: { pool: { dedup: wait_without_slot } } }",
         "  after-fix: { system: { gateway: { proxy: { haproxy: { config: h.cfg } } } } }",
     );
-    let e = harness::experiment::check_virtual_clock(&proxy, "proxy.yaml", false)
+    let e = harness::experiment::check_virtual_clock(&proxy, "proxy.yaml")
         .expect_err("refused")
         .to_string();
     assert!(e.contains(&at("proxy", &proxy, "proxy:")), "{e}");
@@ -312,5 +307,60 @@ fn a_virtual_sweep_runs_every_seed_of_every_cell_and_replays() {
             .collect()
     };
     assert_eq!(classes(&first), classes(&sweep("b")));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A file with `alerts:` runs on the virtual clock (docs/virtual-time.md's
+/// first example is such a file): the alerts are left out with a warning on
+/// the terminal and a banner in the report, and an expectation on an alert
+/// metric is NOT EVALUATED, neither passed nor failed.
+#[test]
+fn alerts_are_left_out_loudly_on_the_virtual_clock() {
+    let dir = scratch("alerts");
+    std::fs::write(
+        dir.join("rules.yml"),
+        "groups:\n  - name: g\n    rules:\n      - alert: Failing\n        expr: sut_gateway_requests_total > 0\n",
+    )
+    .unwrap();
+    let yaml = with("alerts: { rules: [rules.yml] }").replace(
+        "  after-fix: { incorrect_results: 0, unaccounted_documents: 0 }",
+        "  after-fix: { incorrect_results: 0, unaccounted_documents: 0, \"alert_fired{Failing}\": 0 }",
+    );
+    let file = dir.join("alerts.yaml");
+    std::fs::write(&file, &yaml).unwrap();
+    let out = dir.join("out");
+    let o = harness(&[
+        file.as_os_str(),
+        "--clock".as_ref(),
+        "virtual".as_ref(),
+        "--json".as_ref(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("WARNING: alerts: left out on the virtual clock"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("[NOT EVALUATED] after-fix: alert_fired{Failing}"),
+        "{stderr}"
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(summary["all_passed"], true);
+    let alert = summary["expectations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["metric_name"] == "alert_fired")
+        .unwrap();
+    assert_eq!(alert["passed"], false);
+    assert!(alert["not_evaluated"].as_str().unwrap().contains("virtual clock"));
+    let latest = out.join("virtual-small").join("latest");
+    let html = std::fs::read_to_string(latest.join("index.html")).unwrap();
+    assert!(html.contains("id=\"not-evaluated\""), "a banner");
+    let junit = std::fs::read_to_string(latest.join("junit.xml")).unwrap();
+    assert!(junit.contains("skipped=\"1\"") && junit.contains("<skipped"), "{junit}");
     let _ = std::fs::remove_dir_all(&dir);
 }

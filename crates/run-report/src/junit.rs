@@ -15,6 +15,8 @@ struct Case {
     classname: String,
     name: String,
     failure: Option<(String, String)>,
+    /// Not evaluated (an alert metric on the virtual clock): `<skipped>`.
+    skipped: Option<String>,
     out: Option<String>,
 }
 
@@ -26,7 +28,10 @@ fn cases(run: &RunData, analysis: &Analysis) -> Vec<Case> {
         .map(|e| Case {
             classname: class(&e.spec.variant),
             name: format!("{} {}", MetricRef::of(&e.spec), e.spec.source),
-            failure: (!e.passed).then(|| ("expectation".to_string(), e.message.clone())),
+            failure: e
+                .failed()
+                .then(|| ("expectation".to_string(), e.message.clone())),
+            skipped: e.not_evaluated.clone(),
             out: Some(e.message.clone()),
         })
         .collect();
@@ -53,6 +58,7 @@ fn cases(run: &RunData, analysis: &Analysis) -> Vec<Case> {
             name: "integrity".to_string(),
             failure: (!a.integrity_ok)
                 .then(|| ("integrity".to_string(), a.integrity_problems.join("; "))),
+            skipped: None,
             out: Some(out),
         });
     }
@@ -63,10 +69,11 @@ fn cases(run: &RunData, analysis: &Analysis) -> Vec<Case> {
 pub fn junit_xml(run: &RunData, analysis: &Analysis) -> String {
     let cases = cases(run, analysis);
     let failures = cases.iter().filter(|c| c.failure.is_some()).count();
+    let skipped = cases.iter().filter(|c| c.skipped.is_some()).count();
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         x,
-        "<testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\" time=\"0\">",
+        "<testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"0\">",
         escape_attr(&run.experiment),
         cases.len()
     );
@@ -108,6 +115,9 @@ pub fn junit_xml(run: &RunData, analysis: &Analysis) -> String {
                 escape_attr(message),
                 escape(message)
             );
+        }
+        if let Some(why) = &c.skipped {
+            let _ = write!(x, "\n    <skipped message=\"{}\"/>", escape_attr(why));
         }
         if let Some(out) = &c.out {
             let _ = write!(x, "\n    <system-out>{}</system-out>", escape(out));

@@ -58,7 +58,9 @@
 //!                     (an external target's `target_series:` expressions; empty without them)
 //!   }],
 //!   "expectations": [{ variant, metric (as written, with {zone} and [window]), metric_name, zone, window,
-//!                      op, value, expected (the source text), measured: f64 | null, passed, message }],
+//!                      op, value, expected (the source text), measured: f64 | null, passed,
+//!                      not_evaluated: str | null (why: an alert metric on the virtual clock;
+//!                      then passed is false and it does not count against all_passed), message }],
 //!   "fidelity": [{ variant, metric, label, incident_value, measured, difference, ratio, note }],
 //!   "all_passed": bool
 //! }
@@ -185,6 +187,7 @@ pub fn summary_json(run: &RunData, analysis: &Analysis) -> Value {
                 "expected": e.spec.source,
                 "measured": e.measured,
                 "passed": e.passed,
+                "not_evaluated": e.not_evaluated,
                 "message": e.message,
             })
         })

@@ -93,9 +93,10 @@ pub fn refuse_flags(agents: bool, deployed: bool, containers: bool) -> Option<St
     ))
 }
 
-/// Why a virtual run has no alert metrics (`--without-alerts`).
-pub const WITHOUT_ALERTS: &str =
-    "alerts: left out (--without-alerts): a real Prometheus cannot run on the virtual clock";
+/// Why a virtual run has no alert metrics: said on the terminal when it
+/// starts and recorded as why its alert metrics read n/a; its expectations
+/// on them are reported as not evaluated, neither passed nor failed.
+pub const WITHOUT_ALERTS: &str = "alerts: left out on the virtual clock (a real Prometheus, which evaluates the alert rules, cannot run on it): the alert metrics read n/a and the expectations on them are NOT EVALUATED; run with --clock real to evaluate them";
 
 /// What a run took on the wall clock and on its own clock.
 #[derive(Debug, Clone, Copy)]

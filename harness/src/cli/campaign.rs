@@ -36,8 +36,8 @@ pub struct CampaignArgs {
     /// Every run on this clock (as `harness FILE --clock virtual`).
     #[arg(long, value_enum, default_value = "real")]
     pub clock: ClockKind,
-    /// With --clock virtual: every run leaves the file's `alerts:` out (as
-    /// `harness FILE --without-alerts`).
+    /// Every run leaves the file's `alerts:` out, which --clock virtual does
+    /// by itself (as `harness FILE --clock virtual`). Refused with --clock real.
     #[arg(long)]
     pub without_alerts: bool,
     /// Refuse plans estimated to take longer than this.

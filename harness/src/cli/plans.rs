@@ -63,7 +63,8 @@ pub struct SweepArgs {
     /// thousands of runs in minutes).
     #[arg(long, value_enum, default_value = "real")]
     pub clock: ClockKind,
-    /// With --clock virtual: leave the file's `alerts:` out, as for a run.
+    /// Leave the file's `alerts:` out, which --clock virtual does by itself,
+    /// as for a run. Refused with --clock real.
     #[arg(long)]
     pub without_alerts: bool,
     #[command(flatten)]
@@ -105,7 +106,8 @@ pub struct ThresholdArgs {
     /// probe for the price of a few).
     #[arg(long, value_enum, default_value = "real")]
     pub clock: ClockKind,
-    /// With --clock virtual: leave the file's `alerts:` out, as for a run.
+    /// Leave the file's `alerts:` out, which --clock virtual does by itself,
+    /// as for a run. Refused with --clock real.
     #[arg(long)]
     pub without_alerts: bool,
 }
@@ -133,7 +135,8 @@ pub struct AblateArgs {
     /// Real time (the default) or virtual time, as for a run.
     #[arg(long, value_enum, default_value = "real")]
     pub clock: ClockKind,
-    /// With --clock virtual: leave the file's `alerts:` out, as for a run.
+    /// Leave the file's `alerts:` out, which --clock virtual does by itself,
+    /// as for a run. Refused with --clock real.
     #[arg(long)]
     pub without_alerts: bool,
 }

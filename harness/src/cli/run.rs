@@ -61,9 +61,10 @@ pub struct RunArgs {
     /// and as fast as the CPU allows (embedded environment only).
     #[arg(long, value_enum, default_value = "real")]
     pub clock: ClockKind,
-    /// With --clock virtual: leave the file's `alerts:` out (a real
-    /// Prometheus cannot run on the virtual clock); the alert metrics read
-    /// n/a, and an expectation on them fails as not measured.
+    /// Leave the file's `alerts:` out, which --clock virtual does by itself
+    /// (a real Prometheus cannot run on the virtual clock), saying so; the
+    /// alert metrics read n/a and the expectations on them are not
+    /// evaluated. Refused with --clock real.
     #[arg(long)]
     pub without_alerts: bool,
 }

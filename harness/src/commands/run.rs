@@ -71,7 +71,8 @@ fn chosen_seed(args: &RunArgs) -> Result<Option<u64>, CliError> {
 
 /// `--clock` and `--without-alerts` on `exp` (from `path`): what virtual
 /// time cannot run in the file refused at its line and column, before
-/// anything runs; `alerts:` left out when asked.
+/// anything runs; on the virtual clock `alerts:` left out, loudly
+/// (`--without-alerts` says so in advance, and is refused on the real one).
 pub(crate) fn apply_clock(
     path: &Path,
     exp: &mut Experiment,
@@ -84,11 +85,11 @@ pub(crate) fn apply_clock(
         ));
     }
     if clock.is_virtual() {
-        experiment::check_virtual_clock(&exp.source, &path.display().to_string(), without_alerts)
+        experiment::check_virtual_clock(&exp.source, &path.display().to_string())
             .map_err(CliError::new)?;
-    }
-    if without_alerts {
-        exp.leave_out_alerts(crate::base::clock::WITHOUT_ALERTS);
+        if exp.leave_out_alerts(crate::base::clock::WITHOUT_ALERTS) {
+            eprintln!("WARNING: {}", crate::base::clock::WITHOUT_ALERTS);
+        }
     }
     Ok(())
 }
@@ -229,7 +230,7 @@ pub(crate) fn print_summary(o: &run::RunOutcome, quiet: bool) {
         if !quiet || !e.passed {
             eprintln!(
                 "  [{}] {}: {} {} ({})",
-                if e.passed { "PASS" } else { "FAIL" },
+                e.outcome(),
                 e.spec.variant,
                 run_report::MetricRef::of(&e.spec),
                 e.spec.source,

@@ -163,7 +163,10 @@ pub fn plan(a: &ThresholdArgs) -> Result<Search, ThresholdError> {
         return Err(ThresholdError::WithoutAlerts);
     }
     if a.clock.is_virtual() {
-        experiment::check_virtual_clock(&src.base.source, &src.file, a.without_alerts)?;
+        experiment::check_virtual_clock(&src.base.source, &src.file)?;
+        if src.base.alerts.is_some() {
+            eprintln!("WARNING: {}", crate::base::clock::WITHOUT_ALERTS);
+        }
     }
     let Source { file, base, tree } = src;
     if variants.is_empty() {
@@ -192,7 +195,8 @@ pub fn plan(a: &ThresholdArgs) -> Result<Search, ThresholdError> {
         variants,
         per_run: Duration::ZERO,
         clock: a.clock,
-        without_alerts: a.without_alerts,
+        // The virtual clock leaves `alerts:` out whether asked or not.
+        without_alerts: a.without_alerts || a.clock.is_virtual(),
     };
     search.per_run = search.longest_run(base_seed)?;
     Ok(search)

@@ -538,11 +538,14 @@ impl Experiment {
     }
 
     /// Leaves the file's `alerts:` out of the run, saying `why`: the alert
-    /// metrics read n/a (an expectation on them fails as not measured).
-    pub fn leave_out_alerts(&mut self, why: &str) {
-        if self.alerts.take().is_some() {
+    /// metrics read n/a (an expectation on them is not evaluated). Whether
+    /// the file had any to leave out.
+    pub fn leave_out_alerts(&mut self, why: &str) -> bool {
+        let had = self.alerts.take().is_some();
+        if had {
             self.alerts_left_out = Some(why.to_string());
         }
+        had
     }
 
     /// Executor preference of the first variant (one device serves every variant).

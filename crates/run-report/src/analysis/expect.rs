@@ -1,7 +1,11 @@
 //! Expectations: `variant: metric op value` checks from the experiment file,
 //! evaluated against the measured metrics. A metric that cannot be measured
 //! (unknown variant or zone, empty window, not recovered...) fails the
-//! expectation with a message saying why, never silently passes.
+//! expectation with a message saying why, never silently passes. The one
+//! exception is by design, not by accident: a virtual-clock run has no
+//! alert rules (no real Prometheus runs on that clock), so an expectation
+//! on an alert metric is *not evaluated* — neither passed nor failed, and
+//! said so wherever the result is shown.
 
 use super::measure::metric_value_explained;
 use crate::analysis::VariantAnalysis;
@@ -18,6 +22,25 @@ pub struct ExpectationResult {
     pub passed: bool,
     /// e.g. "measured 0.12, expected >= 0.5".
     pub message: String,
+    /// Why it was not evaluated (then `passed` is false, and it does not
+    /// count against the run): an alert metric on the virtual clock.
+    pub not_evaluated: Option<String>,
+}
+
+impl ExpectationResult {
+    /// It failed: evaluated, and did not hold.
+    pub fn failed(&self) -> bool {
+        !self.passed && self.not_evaluated.is_none()
+    }
+
+    /// "PASS", "FAIL" or "NOT EVALUATED", as every list of results writes it.
+    pub fn outcome(&self) -> &'static str {
+        match (self.passed, &self.not_evaluated) {
+            (true, _) => "PASS",
+            (false, None) => "FAIL",
+            (false, Some(_)) => "NOT EVALUATED",
+        }
+    }
 }
 
 /// The operator as written: `<`, `<=`, `==`, `>=`, `>`.
@@ -57,6 +80,18 @@ pub fn evaluate_expectation(
     if spec.metric == Metric::Verdict {
         return evaluate_verdict(ana_v, spec);
     }
+    if spec.metric.needs_alerts() && !run.clock.is_real() {
+        let why = run_v
+            .and_then(|v| v.unmeasured.get(&spec.metric).cloned())
+            .unwrap_or_else(|| "a virtual-clock run evaluates no alert rules".to_string());
+        return ExpectationResult {
+            spec: spec.clone(),
+            measured: None,
+            passed: false,
+            message: "not evaluated: the virtual clock runs no alert rules".to_string(),
+            not_evaluated: Some(why),
+        };
+    }
     let measured = match (run_v, ana_v) {
         (Some(v), Some(a)) => metric_value_explained(v, a, &MetricRef::of(spec), &run.analysis),
         _ => Err(Undefined(format!(
@@ -78,6 +113,7 @@ pub fn evaluate_expectation(
                 measured: Some(m),
                 passed,
                 message,
+                not_evaluated: None,
             }
         }
         Err(why) => ExpectationResult {
@@ -85,6 +121,7 @@ pub fn evaluate_expectation(
             measured: None,
             passed: false,
             message: format!("not measured ({why}), expected {expected}: FAILED"),
+            not_evaluated: None,
         },
     }
 }
@@ -117,6 +154,7 @@ fn evaluate_verdict(a: Option<&VariantAnalysis>, spec: &ExpectationSpec) -> Expe
         measured: None,
         passed,
         message,
+        not_evaluated: None,
     }
 }
 

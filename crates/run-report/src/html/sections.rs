@@ -3,7 +3,7 @@
 
 use super::table::{head, row};
 use super::verdict::verdict_html;
-use crate::analysis::Analysis;
+use crate::analysis::{Analysis, ExpectationResult};
 use crate::format::{ms, num, opt_num, opt_pct, pct};
 use crate::metrics::{Metric, MetricRef};
 use crate::model::{EventKind, LatencySummary, RunData};
@@ -11,15 +11,27 @@ use crate::xml::escape;
 use std::fmt::Write;
 
 pub fn header(h: &mut String, run: &RunData, analysis: &Analysis) {
-    let failed = analysis.expectations.iter().filter(|e| !e.passed).count();
+    let failed = analysis.expectations.iter().filter(|e| e.failed()).count();
+    let not_evaluated = analysis
+        .expectations
+        .iter()
+        .filter(|e| e.not_evaluated.is_some())
+        .count();
     let integrity_failed = analysis.variants.iter().filter(|v| !v.integrity_ok).count();
     let (class, text) = if analysis.all_passed {
         (
             "pass",
-            format!(
-                "PASS — all {} expectation(s) met, integrity held",
-                analysis.expectations.len()
-            ),
+            if not_evaluated == 0 {
+                format!(
+                    "PASS — all {} expectation(s) met, integrity held",
+                    analysis.expectations.len()
+                )
+            } else {
+                format!(
+                    "PASS — all {} evaluated expectation(s) met, integrity held; {not_evaluated} NOT EVALUATED (see the banner)",
+                    analysis.expectations.len() - not_evaluated
+                )
+            },
         )
     } else {
         let mut why = vec![format!(
@@ -86,6 +98,20 @@ fn clock_text(run: &RunData) -> String {
 
 pub fn banners(h: &mut String, run: &RunData, analysis: &Analysis) {
     let env = &run.environment;
+    let skipped: Vec<&ExpectationResult> = analysis
+        .expectations
+        .iter()
+        .filter(|e| e.not_evaluated.is_some())
+        .collect();
+    if let Some(first) = skipped.first() {
+        let _ = writeln!(
+            h,
+            "<div class=\"banner\" id=\"not-evaluated\">{} EXPECTATION(S) NOT EVALUATED: they are neither \
+             passed nor failed, and the overall result does not count them.<small>{}</small></div>",
+            skipped.len(),
+            escape(first.not_evaluated.as_deref().unwrap_or_default())
+        );
+    }
     if env.gpu_fallback {
         let _ = writeln!(
             h,
@@ -257,14 +283,14 @@ pub fn expectations(h: &mut String, analysis: &Analysis) {
         ],
     );
     for e in &analysis.expectations {
-        let result = if e.passed {
-            "<span class=\"pass\">PASS</span>"
-        } else {
-            "<span class=\"fail\">FAIL</span>"
+        let result = match e.outcome() {
+            "PASS" => "<span class=\"pass\">PASS</span>",
+            "FAIL" => "<span class=\"fail\">FAIL</span>",
+            _ => "<span class=\"muted\"><b>NOT EVALUATED</b></span>",
         };
         row(
             h,
-            if e.passed { "" } else { "failed" },
+            if e.failed() { "failed" } else { "" },
             &[
                 result.to_string(),
                 escape(&e.spec.variant),

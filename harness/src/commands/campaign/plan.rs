@@ -92,20 +92,18 @@ impl Plan {
             if let Some(why) = crate::base::clock::refuse_flags(agents, false, false) {
                 return Err(CliError::new(why));
             }
-            experiment::check_virtual_clock(
-                &exp.source,
-                &file.display().to_string(),
-                without_alerts,
-            )
-            .map_err(CliError::new)?;
+            experiment::check_virtual_clock(&exp.source, &file.display().to_string())
+                .map_err(CliError::new)?;
         }
-        if without_alerts {
-            if !clock.is_virtual() {
-                return Err(CliError::new(
-                    "--without-alerts is for --clock virtual only",
-                ));
-            }
-            exp.leave_out_alerts(crate::base::clock::WITHOUT_ALERTS);
+        if without_alerts && !clock.is_virtual() {
+            return Err(CliError::new(
+                "--without-alerts is for --clock virtual only",
+            ));
+        }
+        // The virtual clock leaves `alerts:` out whether asked or not.
+        let without_alerts = clock.is_virtual();
+        if without_alerts && exp.leave_out_alerts(crate::base::clock::WITHOUT_ALERTS) {
+            eprintln!("WARNING: {}", crate::base::clock::WITHOUT_ALERTS);
         }
         // What every run would fail on is said once, before any runs.
         if let Some(a) = &exp.alerts {

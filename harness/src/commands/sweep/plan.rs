@@ -66,7 +66,8 @@ impl CellRuns {
             base_seed: args.plan.seed,
             runs_per_cell: args.runs_per_cell.max(1),
             clock: args.clock,
-            without_alerts: args.without_alerts,
+            // The virtual clock leaves `alerts:` out whether asked or not.
+            without_alerts: args.without_alerts || args.clock.is_virtual(),
         }
     }
 }
@@ -170,7 +171,10 @@ pub fn plan(
         return Err(SweepError::WithoutAlerts);
     }
     if runs.clock.is_virtual() {
-        experiment::check_virtual_clock(&src.base.source, &src.file, runs.without_alerts)?;
+        experiment::check_virtual_clock(&src.base.source, &src.file)?;
+        if src.base.alerts.is_some() {
+            eprintln!("WARNING: {}", crate::base::clock::WITHOUT_ALERTS);
+        }
     }
     let base = &src.base;
     let variants = src.variants(variant);

@@ -2,10 +2,12 @@
 //! do, refused before anything runs, at the file's line and column: parts
 //! that live on the wall clock, outside the one paused runtime. A Redis
 //! cache is another process; containers and an external target are other
-//! processes reached over sockets; `alerts:` runs a real Prometheus that
-//! scrapes on its own clock; generic faults and a proxy gateway act on real
-//! processes (cgroups, signals, HAProxy or nginx). Nothing is silently
-//! degraded: each is an error naming the option.
+//! processes reached over sockets; generic faults and a proxy gateway act
+//! on real processes (cgroups, signals, HAProxy or nginx). Each is an error
+//! naming the option. `alerts:` (a real Prometheus, scraping on its own
+//! clock) is the one part a virtual run leaves out instead, saying so
+//! loudly (`clock::WITHOUT_ALERTS`): the rest of the file still runs, and
+//! its alert expectations are reported as not evaluated.
 
 use super::Ctx;
 use super::ExperimentError;
@@ -23,8 +25,6 @@ struct View {
     system: Option<SystemView>,
     #[serde(default)]
     variants: IndexMap<String, VariantView>,
-    #[serde(default)]
-    alerts: Option<Spanned<serde_json::Value>>,
     #[serde(default)]
     timeline: Vec<Spanned<TimelineView>>,
 }
@@ -62,13 +62,8 @@ struct CacheView {
 }
 
 /// Refuses what `text` (the experiment file `file`) asks that virtual time
-/// cannot run, with its location; `alerts:` only when they are not
-/// `left_out` (`--without-alerts`).
-pub fn check_virtual_clock(
-    text: &str,
-    file: &str,
-    alerts_left_out: bool,
-) -> Result<(), ExperimentError> {
+/// cannot run, with its location (`alerts:` is left out, not refused).
+pub fn check_virtual_clock(text: &str, file: &str) -> Result<(), ExperimentError> {
     let cx = Ctx { file };
     let view: View = serde_saphyr::from_str(text).map_err(|e| super::yaml_error(file, &e))?;
     if let Some(env) = &view.environment {
@@ -82,13 +77,6 @@ pub fn check_virtual_clock(
                 ),
             ));
         }
-    }
-    if let Some(a) = view.alerts.as_ref().filter(|_| !alerts_left_out) {
-        return Err(cx.err(
-            &a.referenced,
-            "alerts",
-            "cannot run with --clock virtual: alert rules are evaluated by a real Prometheus, which scrapes on the wall clock; leave them out with --without-alerts (their metrics then read n/a) or run with --clock real",
-        ));
     }
     for (i, e) in view.timeline.iter().enumerate() {
         let kind = e.value.fault.as_ref().and_then(|f| {
