@@ -240,6 +240,23 @@ fn expectations_that_can_never_hold() {
     assert!(e.message.contains("can never hold"), "{e}");
 }
 
+/// The whole run's attempts per document has its own name; the old
+/// spelling is refused where it is written, naming the new one, and the
+/// windowed figure keeps its name.
+#[test]
+fn amplification_mean_needs_a_window_and_names_attempts_per_document() {
+    let e = broken("a: { waves: 0 }", "a: { amplification_mean: \"<= 1.3\" }");
+    check(&e, 16, "expect.a.amplification_mean");
+    assert!(e.message.contains("attempts_per_document"), "{e}");
+    for ok in [
+        "a: { attempts_per_document: \"<= 1.3\" }",
+        "a: { \"amplification_mean[2s..8s]\": \"<= 1.3\" }",
+    ] {
+        let text = BASE.replace("a: { waves: 0 }", ok);
+        parse(&text, "exp.yaml", false).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+}
+
 #[test]
 fn zero_tenants() {
     check(&broken("tenants: 2", "tenants: 0"), 8, "tenants");

@@ -66,7 +66,12 @@ impl MetricRef {
         if !label.as_deref().is_none_or(word) {
             return Err(malformed());
         }
-        let metric = name.parse::<Metric>()?;
+        // An older record's whole-run `amplification_mean` reads as the
+        // figure it was, under its own name now.
+        let metric = match Metric::renamed(name).filter(|_| window.is_none()) {
+            Some(m) => m,
+            None => name.parse::<Metric>()?,
+        };
         Ok(MetricRef {
             metric,
             label,

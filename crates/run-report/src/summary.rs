@@ -87,6 +87,7 @@ fn metrics(v: &VariantRun, a: &VariantAnalysis, run: &RunData) -> Value {
     let mut m = Map::new();
     for &metric in Metric::ALL {
         let labels: Vec<&str> = match metric.scope() {
+            Scope::Run if metric.needs_window() => continue,
             Scope::Run => {
                 m.insert(metric.name().into(), json!(a.metrics.get(metric)));
                 continue;

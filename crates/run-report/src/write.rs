@@ -48,6 +48,13 @@ pub fn read_run(dir: &Path) -> Result<RunData, ReportError> {
         ))
     })?;
     let mut run = run;
+    // An expectation recorded on the whole run's `amplification_mean` is on
+    // the figure now named `attempts_per_document`.
+    for e in run.expectations.iter_mut().filter(|e| e.window.is_none()) {
+        if let Some(m) = crate::metrics::Metric::renamed(e.metric.name()) {
+            e.metric = m;
+        }
+    }
     if run.schema == 0 {
         from_schema_0(&mut run);
     }

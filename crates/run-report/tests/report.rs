@@ -398,3 +398,30 @@ fn a_virtual_run_is_not_dated_1970() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A run recorded before `attempts_per_document` had its name judged its
+/// whole run's attempts per document as `amplification_mean`: read back, that
+/// expectation is on `attempts_per_document`, with the same value.
+#[test]
+fn an_old_whole_run_amplification_mean_reads_as_attempts_per_document() {
+    let mut run = fixture::synthetic_run(false);
+    let dir = temp_dir("renamed");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut spec = run.expectations[0].clone();
+    spec.metric = Metric::AttemptsPerDocument;
+    spec.window = None;
+    spec.zone = None;
+    spec.op = CompareOp::Ge;
+    spec.value = 0.0;
+    run.expectations = vec![spec];
+    let text = serde_json::to_string(&run)
+        .unwrap()
+        .replace("\"attempts_per_document\"", "\"amplification_mean\"");
+    assert!(text.contains("\"amplification_mean\""));
+    std::fs::write(dir.join("run.json"), text).unwrap();
+    let back = read_run(&dir).unwrap();
+    assert_eq!(back.expectations[0].metric, Metric::AttemptsPerDocument);
+    let judged = analyse(&back);
+    assert!(judged.expectations[0].passed, "{}", judged.expectations[0].message);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -196,13 +196,13 @@ pub(crate) fn print_summary(o: &run::RunOutcome, quiet: bool) {
             x => format!("{x}%"),
         };
         eprintln!(
-            "{:>12}: {} | waves {} | peak failure {} | amplification peak {} mean {} | duplicate compute {} | cache writes lost {} | lost documents {} | incorrect results {}",
+            "{:>12}: {} | waves {} | peak failure {} | amplification peak {} (per second) | attempts per document {} | duplicate compute {} | cache writes lost {} | lost documents {} | incorrect results {}",
             v.name,
             v.verdict.label(),
             m(Metric::Waves, 1.0, 0),
             m(Metric::PeakFailureRatio, 1.0, 2),
             m(Metric::AmplificationPeak, 1.0, 2),
-            m(Metric::AmplificationMean, 1.0, 2),
+            m(Metric::AttemptsPerDocument, 1.0, 2),
             percent(Metric::DuplicateComputeShare),
             m(Metric::CacheWritesLost, 1.0, 0),
             m(Metric::LostDocuments, 1.0, 0),

@@ -50,9 +50,8 @@ pub struct Search {
     pub variants: Vec<String>,
     /// Of one variant run (duration + drain + start-up), the longest of the probes.
     pub per_run: Duration,
-    /// The probes' clock, and whether they leave `alerts:` out.
+    /// The probes' clock (the virtual one leaves `alerts:` out).
     pub clock: crate::base::clock::ClockKind,
-    pub without_alerts: bool,
 }
 
 /// Why a threshold search could not be planned (its arguments, the file, a
@@ -105,7 +104,8 @@ impl Search {
         );
         let mut e = experiment::parse(&to_yaml(&t)?, &label, self.quick)?;
         e.seed = seed;
-        if self.without_alerts {
+        // The virtual clock leaves `alerts:` out, asked or not.
+        if self.clock.is_virtual() {
             e.leave_out_alerts(crate::base::clock::WITHOUT_ALERTS);
         }
         Ok(e)
@@ -195,8 +195,6 @@ pub fn plan(a: &ThresholdArgs) -> Result<Search, ThresholdError> {
         variants,
         per_run: Duration::ZERO,
         clock: a.clock,
-        // The virtual clock leaves `alerts:` out whether asked or not.
-        without_alerts: a.without_alerts || a.clock.is_virtual(),
     };
     search.per_run = search.longest_run(base_seed)?;
     Ok(search)

@@ -13,7 +13,7 @@ pub fn amplification_peak(seconds: &[&Second]) -> Option<f64> {
 }
 
 /// Whole run: total client attempts / total arrivals (new documents).
-pub fn amplification_mean_run(seconds: &[&Second]) -> Option<f64> {
+pub fn attempts_per_document(seconds: &[&Second]) -> Option<f64> {
     ratio(sum(seconds, |s| s.attempts), sum(seconds, |s| s.arrivals))
 }
 
@@ -76,7 +76,7 @@ mod tests {
     fn means_and_shares() {
         let s = [sec(0, 10, 10, 10), sec(1, 10, 30, 10)];
         let refs: Vec<&Second> = s.iter().collect();
-        assert_eq!(amplification_mean_run(&refs), Some(2.0));
+        assert_eq!(attempts_per_document(&refs), Some(2.0));
         assert_eq!(amplification_mean_window(&refs[1..]), Some(3.0));
         assert_eq!(gateway_amplification(&refs), Some(3.0));
         assert_eq!(duplicate_compute_share(&refs), Some(0.05));
@@ -87,7 +87,7 @@ mod tests {
         let s = [Second::default()];
         let refs: Vec<&Second> = s.iter().collect();
         assert_eq!(amplification_peak(&refs), None);
-        assert_eq!(amplification_mean_run(&refs), None);
+        assert_eq!(attempts_per_document(&refs), None);
         assert_eq!(amplification_mean_window(&[]), None);
         assert_eq!(gateway_amplification(&refs), None);
         assert_eq!(duplicate_compute_share(&refs), None);

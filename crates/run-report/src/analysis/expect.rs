@@ -228,7 +228,7 @@ mod tests {
         assert_eq!(ok.measured, Some(0.25));
         let bad = judge(spec(
             "v",
-            Metric::AmplificationMean,
+            Metric::AttemptsPerDocument,
             None,
             CompareOp::Lt,
             1.5,

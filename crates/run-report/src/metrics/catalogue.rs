@@ -101,9 +101,11 @@ catalogue! {
     FailureRatioBetweenWaves = "failure_ratio_between_waves", Run, Ratio, windowed: true,
         "Mean per-second failure ratio of the seconds outside every wave, from the first trigger to the end of the load (or in the window).";
     AmplificationPeak = "amplification_peak", Run, Factor, windowed: true,
-        "Largest per-second attempts / max(distinct documents, 1), seconds with >= 5 attempts sent.";
+        "Largest amplification of one second: its attempts / max(distinct documents attempted in it, 1), seconds with >= 5 attempts sent. A document retried over several seconds counts once in each, so this can be below `attempts_per_document`.";
     AmplificationMean = "amplification_mean", Run, Factor, windowed: true,
-        "Whole run: attempts / arrivals; windowed: attempts / distinct documents, summed over the window.";
+        "Amplification over a window (it needs one): attempts / distinct documents attempted, each summed over the window's seconds (a document counts once in each second). The whole run's attempts per document is `attempts_per_document`.";
+    AttemptsPerDocument = "attempts_per_document", Run, Factor, windowed: false,
+        "Client attempts / documents submitted, over the whole run: each document once, however many seconds its retries spread over (what `amplification_mean` without a window was before it was named).";
     GatewayAmplification = "gateway_amplification", Run, Factor, windowed: true,
         "Gateway attempts to pools / client attempts.";
     DuplicateComputeShare = "duplicate_compute_share", Run, Ratio, windowed: true,
@@ -216,6 +218,20 @@ impl Metric {
         }
     }
 
+    /// Whether it is defined only over a window: `amplification_mean`,
+    /// whose whole-run figure has a name of its own
+    /// (`attempts_per_document`).
+    pub fn needs_window(self) -> bool {
+        self == Metric::AmplificationMean
+    }
+
+    /// The metric an older record (run.json, summary.json) means by `name`
+    /// without a window, where that changed: `amplification_mean` was the
+    /// whole run's attempts per document submitted.
+    pub fn renamed(name: &str) -> Option<Metric> {
+        (name.trim() == "amplification_mean").then_some(Metric::AttemptsPerDocument)
+    }
+
     /// Whether its values are whole numbers (counts and flags).
     pub fn integral(self) -> bool {
         matches!(self.unit(), Unit::Count | Unit::Flag)
@@ -248,7 +264,11 @@ impl Metric {
                 m.scope(),
                 m.unit(),
                 m.range_text(),
-                if m.windowed() { "yes" } else { "" },
+                match (m.needs_window(), m.windowed()) {
+                    (true, _) => "required",
+                    (false, true) => "yes",
+                    (false, false) => "",
+                },
                 m.doc()
             ));
         }

@@ -143,6 +143,12 @@ pub(super) fn known_metric(
     windowed: bool,
 ) -> Result<Metric, ExperimentError> {
     let metric: Metric = name.parse().map_err(|e| site.err(format!("{e}")))?;
+    if metric.needs_window() && !windowed {
+        return Err(site.err(format!(
+            "{metric} needs a window, {metric}[FROMs..TOs]; the whole run's client attempts per document submitted (what {metric} without a window was) is {}",
+            Metric::renamed(metric.name()).unwrap_or(metric)
+        )));
+    }
     if windowed && !metric.windowed() {
         return Err(site.err(format!(
             "{metric} does not take a window; windowed metrics: {}",

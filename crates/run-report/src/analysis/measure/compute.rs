@@ -50,7 +50,11 @@ pub(super) fn value(i: &Inputs, m: &MetricRef) -> Result<f64, Undefined> {
         AmplificationMean if windowed => {
             need(amp::amplification_mean_window(s), "no distinct documents")
         }
-        AmplificationMean => need(amp::amplification_mean_run(s), "no arrivals"),
+        AmplificationMean => Err(
+            "amplification_mean needs a window; the whole run's figure is attempts_per_document"
+                .into(),
+        ),
+        AttemptsPerDocument => need(amp::attempts_per_document(s), "no arrivals"),
         GatewayAmplification => need(amp::gateway_amplification(s), "no client attempts"),
         DuplicateComputeShare => need(amp::duplicate_compute_share(s), "no pages computed"),
         CacheHitRatio => need(

@@ -179,8 +179,18 @@ fn whole_run_values() {
     );
     close(value(&v, "amplification_peak"), 10.0);
     close(
-        value(&v, "amplification_mean"),
+        value(&v, "attempts_per_document"),
         (50.0 * 10.0 + 10.0 * 100.0) / 600.0,
+    );
+    // An older record's whole-run `amplification_mean` reads as the figure
+    // it was, under its own name; with a window it is the window's.
+    assert_eq!(
+        MetricRef::parse("amplification_mean").unwrap().metric,
+        Metric::AttemptsPerDocument
+    );
+    assert_eq!(
+        MetricRef::parse("amplification_mean[1s..2s]").unwrap().metric,
+        Metric::AmplificationMean
     );
     close(
         value(&v, "gateway_amplification"),
@@ -269,7 +279,7 @@ fn undefined_values_say_why() {
         .contains("unknown metric"));
     let empty = VariantRun::default();
     assert!(value(&empty, "peak_failure_ratio").is_err());
-    assert!(value(&empty, "amplification_mean").is_err());
+    assert!(value(&empty, "attempts_per_document").is_err());
     assert!(value(&empty, "duplicate_compute_share").is_err());
     assert!(value(&empty, "cache_hit_ratio")
         .unwrap_err()
