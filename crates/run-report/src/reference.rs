@@ -22,18 +22,25 @@ pub fn metrics_markdown() -> String {
          Every metric an experiment's `expect:`, `incident:` and `campaign.expect` may name, \
          from the catalogue (`crates/run-report/src/metrics/catalogue.rs`). A metric with a \
          window takes `[FROMs..TOs]` (`failure_ratio_mean[20s..60s]`); a zone metric takes the \
-         zone (`zone_failure_ratio_mean{{az2}}`); an alert metric the rule's name. The words \
-         are defined in [the concepts](../concepts.md).\n\n\
-         | metric | over | unit | window | meaning |\n|---|---|---|---|---|\n"
+         zone (`zone_failure_ratio_mean{{az2}}`); an alert metric the rule's name. The range \
+         is every value the metric can take: an expectation no value in it satisfies is \
+         refused before anything runs. The words are defined in [the \
+         concepts](../concepts.md).\n\n\
+         | metric | over | unit | range | window | meaning |\n|---|---|---|---|---|---|\n"
     );
     for m in Metric::ALL {
         let _ = writeln!(
             out,
-            "| `{}` | {} | {} | {} | {} |",
+            "| `{}` | {} | {} | {} | {} | {} |",
             m.name(),
             scope_word(m.scope()),
             unit_word(m.unit()),
-            if m.windowed() { "yes" } else { "no" },
+            m.range_text(),
+            match (m.needs_window(), m.windowed()) {
+                (true, _) => "required",
+                (false, true) => "yes",
+                (false, false) => "no",
+            },
             m.doc().replace('|', "\\|")
         );
     }
