@@ -55,7 +55,8 @@ pub enum ServeError {
     #[error("{}: {error}", .path.display())]
     Config {
         path: PathBuf,
-        error: crate::config::SystemConfigFileError,
+        /// Boxed: it is far larger than the other variants.
+        error: Box<crate::config::SystemConfigFileError>,
     },
     #[error(transparent)]
     Role(#[from] RoleError),
@@ -94,7 +95,7 @@ async fn serve(args: ServeArgs) -> Result<(), ServeError> {
             })?;
             SystemConfig::from_yaml(&text).map_err(|error| ServeError::Config {
                 path: path.clone(),
-                error,
+                error: Box::new(error),
             })?
         }
         None => SystemConfig::default(),
