@@ -22,7 +22,9 @@ fn harness(args: &[&str]) -> (Option<i32>, String) {
 fn help_lists_only_the_switchable_environments() {
     let (code, help) = harness(&["--help"]);
     assert_eq!(code, Some(0), "{help}");
-    let at = help.find("--environment <ENVIRONMENT>").expect("documented");
+    let at = help
+        .find("--environment <ENVIRONMENT>")
+        .expect("documented");
     let values = &help[at..help[at..].find("\n      --").map_or(help.len(), |e| at + e)];
     assert!(values.contains("- embedded:"), "{values}");
     assert!(values.contains("- containers:"), "{values}");
@@ -36,7 +38,10 @@ fn external_and_processes_say_where_they_are_set() {
     let reports = dir.join("reports").display().to_string();
     for (kind, key) in [("external", "target:"), ("processes", "system.processes")] {
         let (code, text) = harness(&[
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../experiments/retry-storm.yaml"),
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../experiments/retry-storm.yaml"
+            ),
             "--environment",
             kind,
             "--out",

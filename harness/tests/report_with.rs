@@ -36,7 +36,8 @@ fn a_campaign_claim_added_to_the_file_is_measured_when_judged_again() {
     std::fs::create_dir_all(&dir).unwrap();
     let (file, with) = (dir.join("t.yaml"), dir.join("with.yaml"));
     std::fs::write(&file, FILE).unwrap();
-    let claim = "campaign:\n  expect:\n    a: { \"median failure_ratio_mean[4s..8s]\": \"<= 1\" }\n";
+    let claim =
+        "campaign:\n  expect:\n    a: { \"median failure_ratio_mean[4s..8s]\": \"<= 1\" }\n";
     std::fs::write(&with, format!("{FILE}{claim}")).unwrap();
     let out = dir.join("out");
     harness(&[
@@ -64,6 +65,9 @@ fn a_campaign_claim_added_to_the_file_is_measured_when_judged_again() {
         "--quiet".as_ref(),
     ]);
     let value = &summary()["variants"][0]["metrics"][key];
-    assert!(value.is_number(), "{key} measured when judged again: {value}");
+    assert!(
+        value.is_number(),
+        "{key} measured when judged again: {value}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -216,8 +216,14 @@ fn malformed_comparison() {
 #[test]
 fn expectations_that_can_never_hold() {
     for (bad, field) in [
-        ("a: { \"failure_ratio_mean[2s..10s]\": \"<= -1\" }", "expect.a.failure_ratio_mean[2s..10s]"),
-        ("a: { peak_failure_ratio: \"> 1\" }", "expect.a.peak_failure_ratio"),
+        (
+            "a: { \"failure_ratio_mean[2s..10s]\": \"<= -1\" }",
+            "expect.a.failure_ratio_mean[2s..10s]",
+        ),
+        (
+            "a: { peak_failure_ratio: \"> 1\" }",
+            "expect.a.peak_failure_ratio",
+        ),
         ("a: { waves: \"< 0\" }", "expect.a.waves"),
         ("a: { waves: 2.5 }", "expect.a.waves"),
         ("a: { p99_ms: \"<= -5\" }", "expect.a.p99_ms"),

@@ -356,11 +356,17 @@ fn alerts_are_left_out_loudly_on_the_virtual_clock() {
         .find(|e| e["metric_name"] == "alert_fired")
         .unwrap();
     assert_eq!(alert["passed"], false);
-    assert!(alert["not_evaluated"].as_str().unwrap().contains("virtual clock"));
+    assert!(alert["not_evaluated"]
+        .as_str()
+        .unwrap()
+        .contains("virtual clock"));
     let latest = out.join("virtual-small").join("latest");
     let html = std::fs::read_to_string(latest.join("index.html")).unwrap();
     assert!(html.contains("id=\"not-evaluated\""), "a banner");
     let junit = std::fs::read_to_string(latest.join("junit.xml")).unwrap();
-    assert!(junit.contains("skipped=\"1\"") && junit.contains("<skipped"), "{junit}");
+    assert!(
+        junit.contains("skipped=\"1\"") && junit.contains("<skipped"),
+        "{junit}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -45,9 +45,9 @@ mod xml;
 
 pub use analysis::metric_value;
 pub use analysis::{
-    analyse, analyse_variant, class_words, verdict_rule_text, wave_rule_text, Analysis, Baseline, EffectFigures,
-    Episode, EpisodeOutcome, ExpectationResult, FidelityRow, op_symbol, SlowRecovery, SustainingEffect,
-    VariantAnalysis, Verdict, Wave, VERDICT_CLASSES,
+    analyse, analyse_variant, class_words, op_symbol, verdict_rule_text, wave_rule_text, Analysis,
+    Baseline, EffectFigures, Episode, EpisodeOutcome, ExpectationResult, FidelityRow, SlowRecovery,
+    SustainingEffect, VariantAnalysis, Verdict, Wave, VERDICT_CLASSES,
 };
 pub use charts::heatmap::CellClass;
 pub use charts::{

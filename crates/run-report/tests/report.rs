@@ -422,6 +422,10 @@ fn an_old_whole_run_amplification_mean_reads_as_attempts_per_document() {
     let back = read_run(&dir).unwrap();
     assert_eq!(back.expectations[0].metric, Metric::AttemptsPerDocument);
     let judged = analyse(&back);
-    assert!(judged.expectations[0].passed, "{}", judged.expectations[0].message);
+    assert!(
+        judged.expectations[0].passed,
+        "{}",
+        judged.expectations[0].message
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

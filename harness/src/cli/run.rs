@@ -90,7 +90,10 @@ impl clap::builder::TypedValueParser for SwitchParser {
         };
         Err(clap::Error::raw(
             clap::error::ErrorKind::InvalidValue,
-            format!("--environment {}: {why}; --environment takes embedded or containers\n", value.to_string_lossy()),
+            format!(
+                "--environment {}: {why}; --environment takes embedded or containers\n",
+                value.to_string_lossy()
+            ),
         )
         .with_cmd(cmd))
     }

@@ -209,11 +209,9 @@ impl Metric {
             _ => match self.unit() {
                 Unit::Class => None,
                 Unit::Ratio | Unit::Flag => Some((0.0, 1.0)),
-                Unit::Count
-                | Unit::Factor
-                | Unit::Milliseconds
-                | Unit::Seconds
-                | Unit::Pages => Some((0.0, f64::INFINITY)),
+                Unit::Count | Unit::Factor | Unit::Milliseconds | Unit::Seconds | Unit::Pages => {
+                    Some((0.0, f64::INFINITY))
+                }
             },
         }
     }

@@ -262,7 +262,11 @@ pub(super) fn satisfiable(
     if !never {
         return Ok(());
     }
-    let whole = if metric.integral() { ", whole numbers" } else { "" };
+    let whole = if metric.integral() {
+        ", whole numbers"
+    } else {
+        ""
+    };
     Err(site.err(format!(
         "{metric} {} {} can never hold: {metric} is {}{whole} (its range in the metric catalogue)",
         run_report::op_symbol(op),

@@ -189,7 +189,9 @@ fn whole_run_values() {
         Metric::AttemptsPerDocument
     );
     assert_eq!(
-        MetricRef::parse("amplification_mean[1s..2s]").unwrap().metric,
+        MetricRef::parse("amplification_mean[1s..2s]")
+            .unwrap()
+            .metric,
         Metric::AmplificationMean
     );
     close(
