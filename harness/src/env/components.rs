@@ -28,7 +28,9 @@ use crate::env::ledger::{Ledger, Record};
 use crate::env::procfs::{descendants, process_start};
 
 mod ready;
+mod sut_program;
 use ready::{tail, wait_accepting, wait_listening};
+pub(crate) use sut_program::{sut_binary, SutProgram};
 
 /// Why a component process could not be started, killed or restarted.
 #[derive(Debug, thiserror::Error)]
@@ -91,62 +93,6 @@ pub enum ComponentError {
 
 /// How long a component may take to listen.
 const STARTUP: Duration = Duration::from_secs(60);
-
-/// How to start the system under test as a process: a `sut` binary, or a
-/// `harness` binary with its `sut` subcommand (one build carries both).
-#[derive(Debug, Clone)]
-pub(crate) struct SutProgram {
-    pub program: PathBuf,
-    /// `Some("sut")` when `program` is the harness.
-    subcommand: Option<&'static str>,
-}
-
-impl SutProgram {
-    /// `program [subcommand] args`.
-    fn args(&self, args: Vec<String>) -> Vec<String> {
-        self.subcommand
-            .map(str::to_string)
-            .into_iter()
-            .chain(args)
-            .collect()
-    }
-}
-
-/// The service's program: `$HARNESS_SUT_BIN` (a `sut` binary), else this
-/// executable when it is the harness, else a `harness` (then a `sut`)
-/// binary beside it or one folder up (integration tests run from
-/// `target/debug/deps`).
-pub(crate) fn sut_binary() -> Result<SutProgram, ComponentError> {
-    if let Some(p) = std::env::var_os("HARNESS_SUT_BIN").filter(|p| !p.is_empty()) {
-        return Ok(SutProgram {
-            program: PathBuf::from(p),
-            subcommand: None,
-        });
-    }
-    let exe = std::env::current_exe().map_err(ComponentError::Exe)?;
-    let harness = |program: PathBuf| SutProgram {
-        program,
-        subcommand: Some("sut"),
-    };
-    if exe.file_stem().is_some_and(|s| s == "harness") {
-        return Ok(harness(exe));
-    }
-    let here = exe.parent().ok_or(ComponentError::ExeFolder)?;
-    for dir in [Some(here), here.parent()].into_iter().flatten() {
-        let p = dir.join(format!("harness{}", std::env::consts::EXE_SUFFIX));
-        if p.is_file() {
-            return Ok(harness(p));
-        }
-        let p = dir.join(format!("sut{}", std::env::consts::EXE_SUFFIX));
-        if p.is_file() {
-            return Ok(SutProgram {
-                program: p,
-                subcommand: None,
-            });
-        }
-    }
-    Err(ComponentError::NoSut(exe))
-}
 
 /// Removes the component folders (configuration, logs) that harnesses no
 /// longer running left in the temporary folder (a SIGKILL skips the
