@@ -369,12 +369,19 @@ def experiment_file(check):
     if re.search(r"\bRaw[A-Z]", text):
         print(f"{PAGE.relative_to(ROOT)} names a parser type (Raw...)", file=sys.stderr)
         ok = False
+    return write_or_check(PAGE, text, check) and ok
+
+
+def write_or_check(path, text, check):
+    """Writes the page, or with `check` says whether the committed one is
+    current. True when all is well."""
     if not check:
-        PAGE.write_text(text)
-    elif not PAGE.exists() or PAGE.read_text() != text:
-        print(f"{PAGE.relative_to(ROOT)} is stale: run python3 ci/docs_reference.py", file=sys.stderr)
-        ok = False
-    return ok
+        path.write_text(text)
+        return True
+    if path.exists() and path.read_text() == text:
+        return True
+    print(f"{path.relative_to(ROOT)} is stale: run python3 ci/docs_reference.py", file=sys.stderr)
+    return False
 
 
 CODE_PAGES = ["cli", "metrics", "verdicts"]
@@ -401,12 +408,7 @@ def code_pages(check):
     ok = True
     for name in CODE_PAGES:
         path = ROOT / "docs" / "reference" / f"{name}.md"
-        text = code_page(name)
-        if not check:
-            path.write_text(text)
-        elif not path.exists() or path.read_text() != text:
-            print(f"{path.relative_to(ROOT)} is stale: run python3 ci/docs_reference.py", file=sys.stderr)
-            ok = False
+        ok = write_or_check(path, code_page(name), check) and ok
     return ok
 
 
