@@ -3,7 +3,8 @@
 from experiments/experiment.schema.json, and cli.md, metrics.md and verdicts.md
 from the code (`harness reference cli|metrics|verdicts`: clap's command tree,
 the metric catalogue, the verdict classes and their rule). The harness binary
-is $HARNESS_BIN, else target/debug/harness (build it first).
+is $HARNESS_BIN, else $CARGO_TARGET_DIR/debug/harness, else
+target/debug/harness (build it first).
 
 The schema is what `harness schema` prints, derived from the parser's own
 types, so this page cannot say anything the parser does not accept. The page
@@ -388,7 +389,8 @@ CODE_PAGES = ["cli", "metrics", "verdicts"]
 
 
 def harness_bin():
-    path = Path(os.environ.get("HARNESS_BIN") or ROOT / "target" / "debug" / "harness")
+    target = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
+    path = Path(os.environ.get("HARNESS_BIN") or target / "debug" / "harness")
     if not path.is_file():
         sys.exit(f"docs_reference: no harness binary at {path}: build it (cargo build -p harness) or set HARNESS_BIN")
     return path
