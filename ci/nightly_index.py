@@ -206,10 +206,15 @@ def night_expectations(folder, runs):
     return out
 
 
+def recent_nights(groups, read):
+    """[(night folder, read(folder, runs))] of the 14 newest nights."""
+    return [(f, read(f, runs)) for f, runs in groups if f is not None][:14]
+
+
 def rates_table(groups):
     """Each expectation's record night by night (newest first), and the share
     of nights in which it held every time."""
-    nights = [(f, night_expectations(f, runs)) for f, runs in groups if f is not None][:14]
+    nights = recent_nights(groups, night_expectations)
     if not nights:
         return ""
     keys = sorted({k for _, e in nights for k in e})
@@ -254,8 +259,7 @@ def night_proofs(folder):
 def proof_table(groups):
     """Each experiment's time to proof night by night (newest first): wall
     time, runs used against a fixed-size campaign's, and whether it settled."""
-    nights = [(f, night_proofs(f)) for f, _ in groups if f is not None][:14]
-    nights = [(f, p) for f, p in nights if p]
+    nights = [(f, p) for f, p in recent_nights(groups, lambda f, _: night_proofs(f)) if p]
     if not nights:
         return ""
     names = sorted({n for _, p in nights for n in p})
