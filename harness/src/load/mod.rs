@@ -171,7 +171,8 @@ pub(crate) async fn drive_in_process(
     let reports = Arc::new(Reports::default());
     let http = crate::net::http::HttpClient::in_process(system, plan.max_in_flight as usize);
     let ctx = JourneyContext::new(http, &plan.journeys, reports.clone(), plan.stop.clone())
-        .sharing_clients(ClientPolicies::default());
+        .sharing_clients(ClientPolicies::default())
+        .verifying(gpu_executor::Compute::Inline);
     let lane = LanePlan {
         documents: plan.documents,
         max_in_flight: plan.max_in_flight.max(1),

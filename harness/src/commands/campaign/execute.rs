@@ -70,7 +70,7 @@ pub(crate) fn run_jobs(plan: &Plan, jobs: Vec<Job>, parallel: usize, stop: &Stop
         if s.running.is_empty() && (s.queue.is_empty() || stop.is_set()) {
             break;
         }
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(REAP_EVERY);
         s.reap(stop.is_set());
     }
     Outcome {
@@ -78,6 +78,12 @@ pub(crate) fn run_jobs(plan: &Plan, jobs: Vec<Job>, parallel: usize, stop: &Stop
         parallel_end: s.parallel,
     }
 }
+
+/// How often ended runs are looked for. A virtual run takes about half a
+/// second: at 200 ms each slot stood idle a tenth of a second after every
+/// run, a sixth of the campaign's wall time; a `waitpid` per child every
+/// 20 ms costs nothing measurable.
+const REAP_EVERY: Duration = Duration::from_millis(20);
 
 /// The campaign's runs: waiting, running and done.
 struct Scheduler<'a> {

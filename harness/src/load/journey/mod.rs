@@ -114,6 +114,8 @@ pub struct JourneyContext {
     policies: ClientPolicies,
     /// Requests to any HTTP service instead of documents (`http.rs`).
     http_workload: Option<Arc<HttpWorkload>>,
+    /// Where a returned result's reference is computed (see [`Self::verifying`]).
+    verify: gpu_executor::Compute,
 }
 
 impl JourneyContext {
@@ -137,7 +139,19 @@ impl JourneyContext {
             policies: ClientPolicies::default(),
             ending: Ending::default(),
             http_workload: settings.http.clone(),
+            verify: gpu_executor::Compute::Blocking,
         }
+    }
+
+    /// The same context computing each result's reference on `verify`:
+    /// `Inline` on a virtual clock, whose only thread would otherwise wait,
+    /// its clock held, for a thread of the blocking pool to compute it and
+    /// wake it (a futex and an eventfd write per result: a fifth of a
+    /// virtual run's CPU, BENCHMARKS.md). In real time the blocking pool
+    /// keeps the lane free to start the next arrivals on time.
+    pub(crate) fn verifying(mut self, verify: gpu_executor::Compute) -> Self {
+        self.verify = verify;
+        self
     }
 
     /// The same context with `policies` as its clients' retry policies.
@@ -487,11 +501,13 @@ pub(crate) fn answer(resp: Answer) -> (Attempt, Option<u16>) {
 /// Checks a returned result against the reference page function.
 async fn verify(ctx: &JourneyContext, doc: &Document, resp: &ExtractResponse) {
     let (id, pages, words, rounds) = (doc.id, doc.pages, ctx.page.words, ctx.page.rounds);
-    let expected = tokio::task::spawn_blocking(move || {
-        gpu_executor::reference_document(id, pages, words, rounds)
-    })
-    .await
-    .unwrap_or(!resp.digest);
+    let reference = move || gpu_executor::reference_document(id, pages, words, rounds);
+    let expected = match ctx.verify {
+        gpu_executor::Compute::Blocking => tokio::task::spawn_blocking(reference)
+            .await
+            .unwrap_or(!resp.digest),
+        gpu_executor::Compute::Inline => reference(),
+    };
     let correct = resp.document == doc.id && resp.pages == doc.pages && resp.digest == expected;
     ctx.recorder
         .result_checked(doc.id, correct, resp.digest, expected);
