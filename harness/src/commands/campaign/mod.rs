@@ -76,6 +76,9 @@ pub fn cli(args: CampaignArgs) -> Result<Finished, CliError> {
     let mut plan = plan::Plan::from_args(&args)?;
     if args.until_settled {
         sequential::check(&plan)?;
+        if args.parallel.is_none() {
+            sequential::widen_first_batch(&mut plan);
+        }
     }
     if let Some(n) = args.check_real {
         if !plan.clock.is_virtual() {
@@ -87,6 +90,9 @@ pub fn cli(args: CampaignArgs) -> Result<Finished, CliError> {
         check_real::real_plan(&plan, n)?;
     }
     eprintln!("{}", plan.describe());
+    if args.until_settled {
+        eprintln!("{}", sequential::describe(&plan));
+    }
     crate::commands::budget::check(
         plan.estimate(),
         *args.budget,
