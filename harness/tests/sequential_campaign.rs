@@ -1,7 +1,7 @@
 //! Sequential campaigns end to end on the virtual clock (seconds, not
-//! minutes): `campaign --until-settled` on queue-overflow's quick form
-//! settles, or says "not settled" at `--max-seeds`, and never records a
-//! decision its runs do not support; a share claimed without error rates,
+//! minutes): `campaign --until-settled` on queue-overflow's quick form and
+//! on retry-storm's chaotic async-clients settles, or says "not settled" at
+//! `--max-seeds`, and never records a decision its runs do not support; a share claimed without error rates,
 //! or with bad ones, is refused by validation at its place in the file.
 
 use std::path::{Path, PathBuf};
@@ -34,10 +34,17 @@ fn queue_overflow(dir: &Path, claim: &str) -> PathBuf {
 }
 
 fn sequential(dir: &Path, file: &Path, extra: &[&str]) -> Output {
+    let mut quick = vec!["--quick"];
+    quick.extend(extra);
+    campaign(dir, file, &quick)
+}
+
+/// `campaign FILE --until-settled` on the virtual clock, 4 at once.
+fn campaign(dir: &Path, file: &Path, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_harness"))
         .arg("campaign")
         .arg(file)
-        .args(["--quick", "--until-settled", "--clock", "virtual"])
+        .args(["--until-settled", "--clock", "virtual"])
         .args(["--without-alerts", "--parallel", "4", "--out"])
         .arg(dir.join("out"))
         .args(extra)
@@ -50,7 +57,11 @@ fn sequential(dir: &Path, file: &Path, extra: &[&str]) -> Output {
 }
 
 fn campaign_json(dir: &Path) -> serde_json::Value {
-    let path = dir.join("out/queue-overflow-campaign/latest/campaign.json");
+    campaign_json_of(dir, "queue-overflow")
+}
+
+fn campaign_json_of(dir: &Path, experiment: &str) -> serde_json::Value {
+    let path = dir.join(format!("out/{experiment}-campaign/latest/campaign.json"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap()
 }
@@ -135,6 +146,61 @@ fn too_few_seeds_end_not_settled_with_the_share_and_its_interval() {
         first["message"].as_str().unwrap().contains("[16–100 %]"),
         "2 of 2 runs, with the exact interval: {first}"
     );
+}
+
+/// The edge case: retry-storm's async-clients came back in 81 of 100
+/// virtual seeds (BENCHMARKS.md), so "recovered in at least 90 %, against
+/// 80 %" is a close call. Within 10 seeds the campaign either decides it,
+/// with a share its runs support, or says "not settled" with the share
+/// seen and its interval; never a decision its runs do not support.
+#[test]
+fn a_chaotic_variant_is_decided_only_as_far_as_its_runs_go() {
+    let dir = scratch("edge");
+    let text = std::fs::read_to_string(experiments().join("retry-storm.yaml")).unwrap();
+    for rules in ["retry-storm-incident.yml", "retry-storm-leading.yml"] {
+        let rules = format!("alerts/{rules}");
+        std::fs::copy(experiments().join(&rules), dir.join(&rules)).unwrap();
+    }
+    let shipped = "\n    async-clients: { \"runs with waves >= 1\": \"{SHIPPED}\" }";
+    let shipped = shipped.replace("{SHIPPED}", SHIPPED);
+    assert!(
+        text.contains(&shipped),
+        "the full form's async-clients claim"
+    );
+    let claim = ">= 90% (alpha 0.05, beta 0.1, delta 0.1)";
+    let edge = format!("\n    async-clients: {{ \"runs with verdict recovered\": \"{claim}\" }}");
+    let file = dir.join("retry-storm.yaml");
+    std::fs::write(&file, text.replace(&shipped, &edge)).unwrap();
+    let out = campaign(
+        &dir,
+        &file,
+        &["--variant", "async-clients", "--max-seeds", "10"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let j = campaign_json_of(&dir, "retry-storm");
+    let claims = j["sequential"]["claims"].as_array().unwrap();
+    assert_eq!(
+        claims.len(),
+        1,
+        "one variant: its share, no headline: {stderr}"
+    );
+    for c in claims {
+        let f = |k: &str| c[k].as_f64().unwrap();
+        let decided = match c["outcome"].as_str().unwrap() {
+            "holds" => f("llr") >= f("upper"),
+            "refuted" => f("llr") <= f("lower"),
+            "not_settled" => {
+                let message = c["message"].as_str().unwrap();
+                assert!(message.contains(" %]"), "share and interval: {c}");
+                assert!(stderr.contains("NOT SETTLED"), "{stderr}");
+                f("llr") > f("lower") && f("llr") < f("upper")
+            }
+            other => panic!("outcome {other}"),
+        };
+        assert!(decided, "{c}");
+    }
+    let runs = j["runs"].as_array().unwrap().len();
+    assert!((5..=10).contains(&runs), "{runs} runs: {stderr}");
 }
 
 #[test]
