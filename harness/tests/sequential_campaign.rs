@@ -1,8 +1,9 @@
 //! Sequential campaigns end to end on the virtual clock (seconds, not
 //! minutes): `campaign --until-settled` on queue-overflow's quick form and
 //! on retry-storm's chaotic async-clients settles, or says "not settled" at
-//! `--max-seeds`, and never records a decision its runs do not support; a share claimed without error rates,
-//! or with bad ones, is refused by validation at its place in the file.
+//! `--max-seeds`, and never records a decision its runs do not support; a
+//! share claimed without error rates, or with bad ones, is refused by
+//! validation at its place in the file.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

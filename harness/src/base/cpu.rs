@@ -20,6 +20,11 @@ pub const LOAD_THREADS: &str = "harness-load";
 /// Name of the embedded system under test's runtime threads.
 pub const SUT_THREADS: &str = "sut";
 
+/// The cores this process may run on (1 when the OS does not say).
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// A multi-threaded runtime with one worker per core whose threads are all
 /// named `name` (workers and blocking threads), and whose idle blocking
 /// threads stay alive for an hour: a thread that ends takes its CPU account

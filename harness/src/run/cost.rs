@@ -93,7 +93,7 @@ impl CostMeter {
         let lag = recorder.schedule_lag();
         HarnessCost {
             wall_s,
-            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            cpus: crate::base::cpu::cores(),
             method: method.join("; "),
             cpu,
             not_measured,

@@ -173,7 +173,7 @@ impl Bench {
             } else {
                 "release"
             },
-            std::thread::available_parallelism().map_or(1, |n| n.get()),
+            crate::base::cpu::cores(),
         );
     }
 

@@ -100,7 +100,7 @@ pub fn run(w: &Windows, ceiling_rps: Option<f64>) -> Result<OpenLoop, super::Ben
     });
     let cost = HarnessCost {
         wall_s: run.wall_s,
-        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cpus: crate::base::cpu::cores(),
         method: "this process per thread from /proc/self/task/*/stat, grouped by thread name"
             .into(),
         cpu,

@@ -69,7 +69,7 @@ pub(super) fn print_agents(a: &agents::AgentCeilings) {
     }
     println!(
         "   {} CPU(s) here: the agents share them, so no speed-up is expected on one host",
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        crate::base::cpu::cores()
     );
 }
 

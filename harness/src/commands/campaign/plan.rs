@@ -282,6 +282,6 @@ fn chosen_variants(exp: &Experiment, wanted: &[String]) -> Result<Vec<String>, C
 /// full retry-storm variant used about 5 % of this 2-core machine in a debug
 /// build), and the campaign lowers this when a run's load was late.
 fn default_parallel() -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = crate::base::cpu::cores();
     (cores * 3).clamp(1, 8)
 }

@@ -44,14 +44,14 @@ pub(super) fn check(plan: &Plan) -> Result<(), CliError> {
 /// extra round of modeled time (retry-storm's 15 runs: three rounds of
 /// 2.5 min at the default 6), while a real-time run mostly waits on that
 /// time (15 at once used 41 % of 2 cores on average, 58 % at the 90th
-/// percentile of its seconds: BENCHMARKS.md). A run
-/// the machine could not carry is left out and run again with one fewer at
-/// once (`execute.rs`). Virtual runs are CPU-bound: their default stays.
+/// percentile of its seconds: BENCHMARKS.md). A run the machine could not
+/// carry is left out and run again with one fewer at once (`execute.rs`).
+/// Virtual runs are CPU-bound: their default stays.
 pub(super) fn widen_first_batch(plan: &mut Plan) {
     if plan.clock.is_virtual() {
         return;
     }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = crate::base::cpu::cores();
     plan.parallel = plan.parallel.max(first_batch_runs(plan).min(cores * 8));
 }
 
@@ -238,7 +238,7 @@ mod tests {
     /// says so.
     #[test]
     fn the_first_real_batch_runs_at_once() {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = crate::base::cpu::cores();
         let mut real = plan("real", &[]);
         let before = real.parallel;
         widen_first_batch(&mut real);
