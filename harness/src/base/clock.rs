@@ -50,14 +50,14 @@ impl ClockKind {
     }
 
     /// The wall time of work that takes `real` in real time, for the
-    /// estimates stated before anything runs: a twentieth on the virtual
-    /// clock (the slowest build measured, debug, ran full retry-storm at
-    /// 44-59x, release 114-144x: BENCHMARKS.md), so a budget is not
-    /// spent on an estimate ten times too large.
+    /// estimates stated before anything runs: a fiftieth on the virtual
+    /// clock (the slowest build, debug, ran full retry-storm at 84x,
+    /// release at 430-500x: BENCHMARKS.md), so a budget is not spent on
+    /// an estimate ten times too large.
     pub fn wall_estimate(self, real: std::time::Duration) -> std::time::Duration {
         match self {
             ClockKind::Real => real,
-            ClockKind::Virtual => real / 20,
+            ClockKind::Virtual => real / 50,
         }
     }
 

@@ -19,9 +19,9 @@ pub struct CampaignArgs {
     /// is the scheduling, which a chaotic system amplifies).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,
-    /// Runs at once (default: chosen from the machine's cores; with
-    /// --until-settled in real time, the first batch all at once, up to 8
-    /// a core).
+    /// Runs at once (default: in real time three a core, at most 8, and
+    /// with --until-settled the first batch all at once, up to 8 a core;
+    /// on the virtual clock one a core).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub parallel: Option<u32>,
     /// Only these variants (repeatable; default: all).

@@ -140,7 +140,9 @@ impl Plan {
             agents: saved.as_ref().map_or(args.agents, |s| s.agents),
             clock,
             without_alerts,
-            parallel: args.parallel.map_or_else(default_parallel, |n| n as usize),
+            parallel: args
+                .parallel
+                .map_or_else(|| default_parallel(clock), |n| n as usize),
             exp,
             seeds,
             variants,
@@ -278,10 +280,16 @@ fn chosen_variants(exp: &Experiment, wanted: &[String]) -> Result<Vec<String>, C
     })
 }
 
-/// Three runs per core, at most 8: a run mostly waits on modeled time (a
-/// full retry-storm variant used about 5 % of this 2-core machine in a debug
-/// build), and the campaign lowers this when a run's load was late.
-fn default_parallel() -> usize {
+/// Real time: three runs per core, at most 8: a run mostly waits on
+/// modeled time (a full retry-storm variant used about 5 % of this 2-core
+/// machine in a debug build), and the campaign lowers this when a run's load
+/// was late. Virtual time: one per core, since a virtual run only computes
+/// (100 seeds of retry-storm: 50.4 s at 2 at once, 53.5 s at 6, 2 cores,
+/// BENCHMARKS.md).
+fn default_parallel(clock: crate::base::clock::ClockKind) -> usize {
     let cores = crate::base::cpu::cores();
-    (cores * 3).clamp(1, 8)
+    match clock {
+        crate::base::clock::ClockKind::Real => (cores * 3).clamp(1, 8),
+        crate::base::clock::ClockKind::Virtual => cores,
+    }
 }

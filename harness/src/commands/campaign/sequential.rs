@@ -46,7 +46,7 @@ pub(super) fn check(plan: &Plan) -> Result<(), CliError> {
 /// time (15 at once used 41 % of 2 cores on average, 58 % at the 90th
 /// percentile of its seconds: BENCHMARKS.md). A run the machine could not
 /// carry is left out and run again with one fewer at once (`execute.rs`).
-/// Virtual runs are CPU-bound: their default stays.
+/// Virtual runs only compute: their default (one per core) stays.
 pub(super) fn widen_first_batch(plan: &mut Plan) {
     if plan.clock.is_virtual() {
         return;
