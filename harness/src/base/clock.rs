@@ -9,9 +9,9 @@
 //! own), the load path (one lane, no goose: `load::drive_in_process`), the
 //! timeline, the residue watcher and the sampler; the load and the control
 //! plane reach the system in process (`in_process.rs`), never through a
-//! socket; the GPU's batches are computed in line by the CPU reference
-//! (`gpu_executor::Compute::Inline`), so nothing waits on another thread
-//! while the clock advances; and the system's random draws come from the
+//! socket; the GPU's batches, and the harness's check of each result, are
+//! computed in line by the CPU reference (`gpu_executor::Compute::Inline`),
+//! so nothing waits on another thread while the clock advances; and the system's random draws come from the
 //! seed (`sut::StartOptions::deterministic`).
 //!
 //! What cannot run there is refused before anything runs
