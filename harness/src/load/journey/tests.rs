@@ -1,4 +1,5 @@
-//! The journey context's unit tests: shared and per-tenant client state, and the variant's end cutting an attempt off.
+//! The journey context's unit tests: shared and per-tenant client state,
+//! and the variant's end cutting an attempt off.
 
 use super::*;
 use crate::load::client_policies::tests::{behaviour, doc};
